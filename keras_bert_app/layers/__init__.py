@@ -1,0 +1,1 @@
+"""Building blocks of BERT: embeddings, attention, Transformer block, heads."""

@@ -1,0 +1,105 @@
+"""Multi-head self-attention with a key padding mask (Vaswani et al. 2017, as in BERT)."""
+
+import math
+
+import keras
+from keras import ops
+
+# Added to the scores of padded keys; exp() of it is 0 in float32.
+MASKED_SCORE = -1e9
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_app")
+class SelfAttention(keras.layers.Layer):
+    """Scaled dot-product self-attention over `num_heads` heads.
+
+    Scores and softmax are computed in float32 (also under mixed precision);
+    dropout is applied to the attention probabilities, as in BERT.
+
+    Args:
+        num_heads: int. Number of heads A; `hidden_dim` must divide by it.
+        hidden_dim: int. Model width H.
+        dropout: float. Dropout on the attention probabilities.
+        initializer_range: float. Stddev of the truncated-normal kernel init.
+
+    Call args:
+        hidden_states: float tensor [batch, seq, hidden_dim].
+        padding_mask: bool/int tensor [batch, seq]; 0 marks padded keys.
+
+    Returns:
+        float tensor [batch, seq, hidden_dim].
+    """
+
+    def __init__(self, num_heads, hidden_dim, dropout=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"hidden_dim must be divisible by num_heads: got hidden_dim={hidden_dim}, "
+                f"num_heads={num_heads}."
+            )
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.head_dim = hidden_dim // num_heads
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+        kernel_initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+
+        def projection(name):
+            # (batch, seq, hidden) -> (batch, seq, heads, head_dim)
+            return keras.layers.EinsumDense(
+                "bsh,hnd->bsnd",
+                output_shape=(None, num_heads, self.head_dim),
+                bias_axes="nd",
+                kernel_initializer=kernel_initializer,
+                dtype=self.dtype_policy,
+                name=name,
+            )
+
+        self.query_dense = projection("query")
+        self.key_dense = projection("key")
+        self.value_dense = projection("value")
+        # (batch, seq, heads, head_dim) -> (batch, seq, hidden)
+        self.output_dense = keras.layers.EinsumDense(
+            "bsnd,ndh->bsh",
+            output_shape=(None, hidden_dim),
+            bias_axes="h",
+            kernel_initializer=kernel_initializer,
+            dtype=self.dtype_policy,
+            name="attention_output",
+        )
+        self.probabilities_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+
+    def build(self, hidden_states_shape, padding_mask_shape=None):
+        for dense in (self.query_dense, self.key_dense, self.value_dense):
+            dense.build(hidden_states_shape)
+        self.output_dense.build((None, None, self.num_heads, self.head_dim))
+        self.built = True
+
+    def call(self, hidden_states, padding_mask=None, training=None):
+        query = self.query_dense(hidden_states)  # (batch, seq, heads, head_dim)
+        key = self.key_dense(hidden_states)
+        value = self.value_dense(hidden_states)
+        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, heads, q, k)
+        scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
+        if padding_mask is not None:
+            key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (batch, 1, 1, k)
+            scores = ops.where(key_mask, scores, MASKED_SCORE)
+        probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        probabilities = self.probabilities_dropout(probabilities, training=training)
+        context = ops.einsum("bnqk,bknd->bqnd", probabilities, value)  # (batch, q, heads, head_dim)
+        return self.output_dense(context)
+
+    def compute_output_shape(self, hidden_states_shape, padding_mask_shape=None):
+        return tuple(hidden_states_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "hidden_dim": self.hidden_dim,
+                "dropout": self.dropout,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

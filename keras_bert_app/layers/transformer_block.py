@@ -1,0 +1,114 @@
+"""BERT's post-LN Transformer encoder block."""
+
+import keras
+
+from keras_bert_app.layers.activations import get_activation
+from keras_bert_app.layers.self_attention import SelfAttention
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_app")
+class TransformerBlock(keras.layers.Layer):
+    """Self-attention and feed-forward sublayers, each as LayerNorm(x + dropout(f(x))).
+
+    Args:
+        num_heads: int. Number of attention heads.
+        hidden_dim: int. Model width H.
+        intermediate_dim: int. Feed-forward width (4H in BERT).
+        activation: str. Feed-forward activation: "gelu" (exact erf, as HF
+            and keras-hub checkpoints), "gelu_approximate" (tanh, as the
+            original TF code), or any Keras activation name.
+        dropout: float. Dropout on sublayer outputs and attention probabilities.
+        layer_norm_epsilon: float. LayerNorm epsilon.
+        initializer_range: float. Stddev of the truncated-normal kernel init.
+
+    Call args:
+        hidden_states: float tensor [batch, seq, hidden_dim].
+        padding_mask: tensor [batch, seq]; 0 marks padding.
+
+    Returns:
+        float tensor [batch, seq, hidden_dim].
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        activation="gelu",
+        dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.activation = activation
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        kernel_initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        self.attention = SelfAttention(
+            num_heads,
+            hidden_dim,
+            dropout=dropout,
+            initializer_range=initializer_range,
+            dtype=self.dtype_policy,
+            name="attention",
+        )
+        self.attention_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="attention_layer_norm"
+        )
+        self.intermediate_dense = keras.layers.Dense(
+            intermediate_dim,
+            activation=get_activation(activation),
+            kernel_initializer=kernel_initializer,
+            dtype=self.dtype_policy,
+            name="intermediate",
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_dim,
+            kernel_initializer=kernel_initializer,
+            dtype=self.dtype_policy,
+            name="output",
+        )
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="output_layer_norm"
+        )
+
+    def build(self, hidden_states_shape, padding_mask_shape=None):
+        self.attention.build(hidden_states_shape)
+        self.attention_layer_norm.build(hidden_states_shape)
+        self.intermediate_dense.build(hidden_states_shape)
+        self.output_dense.build(tuple(hidden_states_shape[:-1]) + (self.intermediate_dim,))
+        self.output_layer_norm.build(hidden_states_shape)
+        self.built = True
+
+    def call(self, hidden_states, padding_mask=None, training=None):
+        attended = self.attention(hidden_states, padding_mask=padding_mask, training=training)
+        attended = self.attention_dropout(attended, training=training)
+        hidden_states = self.attention_layer_norm(hidden_states + attended)
+        feed_forward = self.output_dense(self.intermediate_dense(hidden_states))
+        feed_forward = self.output_dropout(feed_forward, training=training)
+        return self.output_layer_norm(hidden_states + feed_forward)
+
+    def compute_output_shape(self, hidden_states_shape, padding_mask_shape=None):
+        return tuple(hidden_states_shape)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "hidden_dim": self.hidden_dim,
+                "intermediate_dim": self.intermediate_dim,
+                "activation": self.activation,
+                "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

@@ -1,0 +1,1 @@
+"""keras.Model subclasses: the encoder, the pretrainer and one file per task model."""

@@ -1,0 +1,275 @@
+"""BertEncoder: the BERT backbone (embeddings, Transformer stack, pooler)."""
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_bert_app import presets
+from keras_bert_app.layers.bert_embeddings import BertEmbeddings
+from keras_bert_app.layers.transformer_block import TransformerBlock
+
+INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_app")
+class BertEncoder(keras.Model):
+    """The bidirectional Transformer encoder of BERT (Devlin et al. 2018).
+
+    Token + segment + position embeddings, `num_layers` post-LN Transformer
+    blocks and the pooler `tanh(dense(hidden[CLS]))`. Every layer's output is
+    returned, for feature extraction.
+
+    Args:
+        vocabulary_size: int. Number of WordPiece ids.
+        num_layers: int. Number of Transformer blocks L.
+        num_heads: int. Attention heads A.
+        hidden_dim: int. Model width H.
+        intermediate_dim: int. Feed-forward width (4H in BERT).
+        dropout: float. Dropout on embeddings, sublayers and attention.
+        max_sequence_length: int. Number of learned positions (512).
+        num_segments: int. Number of segment ids (2).
+        activation: str. Feed-forward activation: "gelu" (exact erf) or
+            "gelu_approximate" (tanh, the original TF code).
+        layer_norm_epsilon: float. LayerNorm epsilon (1e-12).
+        initializer_range: float. Stddev of the truncated-normal init (0.02).
+
+    Inputs: dict of int tensors [batch, seq]: `token_ids`, `segment_ids`,
+    `padding_mask` (1 for real tokens, 0 for padding).
+
+    Outputs: dict with `sequence_output` [batch, seq, H], `pooled_output`
+    [batch, H] and `encoder_outputs`, a list of `num_layers` [batch, seq, H].
+
+    Example:
+    ```python
+    import numpy as np
+    import keras_bert_app as kba
+
+    encoder = kba.BertEncoder.from_preset("bert_tiny_uncased", load_weights=False)
+    ids = np.array([[101, 7592, 102, 0]])
+    out = encoder({"token_ids": ids, "segment_ids": np.zeros_like(ids),
+                   "padding_mask": (ids > 0).astype("int32")})
+    out["pooled_output"].shape  # (1, 128)
+    ```
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        dropout=0.1,
+        max_sequence_length=512,
+        num_segments=2,
+        activation="gelu",
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        dtype=None,
+        **kwargs,
+    ):
+        # === Layers ===
+        embeddings = BertEmbeddings(
+            vocabulary_size,
+            hidden_dim,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        blocks = [
+            TransformerBlock(
+                num_heads,
+                hidden_dim,
+                intermediate_dim,
+                activation=activation,
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{index}",
+            )
+            for index in range(num_layers)
+        ]
+        pooler = keras.layers.Dense(
+            hidden_dim,
+            activation="tanh",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            dtype=dtype,
+            name="pooler",
+        )
+
+        # === Functional Model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in INPUT_NAMES
+        }
+        hidden_states = embeddings(inputs["token_ids"], inputs["segment_ids"])
+        encoder_outputs = []
+        for block in blocks:
+            hidden_states = block(hidden_states, padding_mask=inputs["padding_mask"])
+            encoder_outputs.append(hidden_states)
+        pooled_output = pooler(hidden_states[:, 0, :])  # (batch, hidden) from [CLS]
+        super().__init__(
+            inputs=inputs,
+            outputs={
+                "sequence_output": hidden_states,
+                "pooled_output": pooled_output,
+                "encoder_outputs": encoder_outputs,
+            },
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        self.embeddings = embeddings
+        self.transformer_layers = blocks
+        self.pooler = pooler
+
+    @property
+    def token_embedding(self):
+        """The token embedding layer (the MLM head ties its output to it)."""
+        return self.embeddings.token_embedding
+
+    def call(self, inputs, training=None, mask=None):
+        _check_inputs(inputs, self.max_sequence_length, self.num_segments, self.vocabulary_size)
+        return super().call(inputs, training=training, mask=mask)
+
+    def get_config(self):
+        return {
+            "vocabulary_size": self.vocabulary_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "max_sequence_length": self.max_sequence_length,
+            "num_segments": self.num_segments,
+            "activation": self.activation,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "initializer_range": self.initializer_range,
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **kwargs):
+        """Build the encoder of a built-in preset name or a preset folder.
+
+        Args:
+            preset: str. A name from `keras_bert_app.presets.names()`, or a
+                preset folder (with `config.json`, and `model.weights.h5` for
+                weights).
+            load_weights: bool. False builds the architecture with freshly
+                initialised weights.
+            **kwargs: overrides of the preset's config (e.g. `dropout=0.0`).
+        """
+        config = presets.read_config(preset)
+        weights = _require_weights(preset, config) if load_weights else None
+        encoder = cls(**{**config["encoder"], **kwargs})
+        if weights is not None:
+            encoder.load_weights(str(weights))
+        return encoder
+
+    def save_to_preset(self, preset_dir):
+        """Write `config.json` (encoder entry) and `model.weights.h5` to a folder.
+
+        Other entries of an existing `config.json` (tokenizer, weights) are kept.
+        """
+        folder = presets.write_config_entry(
+            preset_dir, "encoder", {k: v for k, v in self.get_config().items() if k in _CONFIG_KEYS}
+        )
+        self.save_weights(str(folder / presets.ENCODER_WEIGHTS_FILE))
+        return folder
+
+
+_CONFIG_KEYS = (
+    "vocabulary_size",
+    "num_layers",
+    "num_heads",
+    "hidden_dim",
+    "intermediate_dim",
+    "dropout",
+    "max_sequence_length",
+    "num_segments",
+    "activation",
+    "layer_norm_epsilon",
+    "initializer_range",
+)
+
+
+def _require_weights(preset, config):
+    path = presets.weights_path(preset)
+    if path is not None:
+        return path
+    sources = config.get("weights", {})
+    where = ", ".join(f"{hub}: {handle}" for hub, handle in sources.items()) or "none known"
+    raise presets.PresetError(
+        f"Preset {str(preset)!r} has no weights on this machine (no "
+        f"{presets.ENCODER_WEIGHTS_FILE} in {presets.preset_dir(preset)}). Real "
+        f"weights come from [{where}]: download that checkpoint and convert it "
+        "with `keras-bert-app convert --from huggingface|keras-hub|google SRC "
+        "--output PRESET_DIR`, then pass PRESET_DIR; or use load_weights=False "
+        "for freshly initialised weights."
+    )
+
+
+def _check_inputs(inputs, max_sequence_length, num_segments, vocabulary_size):
+    """Clear errors for wrong keys, too-long sequences and out-of-range ids."""
+    if not isinstance(inputs, dict) or set(inputs) != set(INPUT_NAMES):
+        got = sorted(inputs) if isinstance(inputs, dict) else type(inputs).__name__
+        raise ValueError(f"BertEncoder expects a dict with keys {list(INPUT_NAMES)}; got {got}.")
+    for name in INPUT_NAMES:
+        shape = inputs[name].shape
+        if len(shape) != 2:
+            raise ValueError(f"BertEncoder input {name!r} must be [batch, seq]; got shape {tuple(shape)}.")
+        if shape[1] is not None and shape[1] > max_sequence_length:
+            raise ValueError(
+                f"BertEncoder input {name!r} has sequence length {shape[1]}, longer "
+                f"than max_sequence_length={max_sequence_length}."
+            )
+    # Value checks only where the values are concrete (eager calls).
+    for name, limit in (("segment_ids", num_segments), ("token_ids", vocabulary_size)):
+        values = _concrete(inputs[name])
+        if values is not None and values.size and (values.max() >= limit or values.min() < 0):
+            raise ValueError(
+                f"BertEncoder input {name!r} must be in [0, {limit}); got values in "
+                f"[{values.min()}, {values.max()}]."
+            )
+
+
+def _concrete(tensor):
+    """A NumPy copy of an eager tensor, or None for a symbolic/traced one."""
+    if isinstance(tensor, np.ndarray):
+        return tensor
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        if not tf.executing_eagerly() or not hasattr(tensor, "numpy"):
+            return None
+    try:
+        return ops.convert_to_numpy(tensor)
+    except Exception:  # traced (jax tracer, symbolic torch) values
+        return None
