@@ -74,6 +74,11 @@ def preset_dir(name_or_path):
 def read_config(name_or_path):
     """The parsed `config.json` of a preset, checked for the encoder keys."""
     folder = preset_dir(name_or_path)
+    from keras_bert_app.convert import detect  # imports no TensorFlow
+
+    foreign = detect.foreign_config(folder)  # HF folder, keras-hub preset, Google release
+    if foreign is not None:
+        return foreign
     config_path = folder / CONFIG_FILE
     if not config_path.is_file():
         raise PresetError(

@@ -37,7 +37,7 @@ def test_builtin_preset(name):
     assert config["vocabulary_size"] == vocabulary_size
     vocabulary = presets.vocabulary_path(name).read_bytes()
     assert hashlib.md5(vocabulary).hexdigest() == VOCAB_MD5[vocabulary_size]
-    assert len(vocabulary.decode("utf-8").splitlines()) == vocabulary_size
+    assert len(vocabulary.decode("utf-8").rstrip("\n").split("\n")) == vocabulary_size
     assert presets.weight_sources(name)["huggingface"].startswith("hf://")
 
 

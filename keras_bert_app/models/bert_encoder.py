@@ -180,16 +180,32 @@ class BertEncoder(keras.Model):
 
         Args:
             preset: str. A name from `keras_bert_app.presets.names()`, or a
-                preset folder (with `config.json`, and `model.weights.h5` for
-                weights).
+                folder: our preset (`config.json` + `model.weights.h5`), an HF
+                checkpoint, a keras-hub preset or an original Google release.
+                A built-in name with no local weights downloads and converts
+                its checkpoint once (`convert.hub`); offline that fails with
+                a message that says how to pass a local folder.
             load_weights: bool. False builds the architecture with freshly
                 initialised weights.
             **kwargs: overrides of the preset's config (e.g. `dropout=0.0`).
         """
-        config = presets.read_config(preset)
-        weights = _require_weights(preset, config) if load_weights else None
+        from keras_bert_app.convert import detect, hub  # imports no TensorFlow
+
+        folder = presets.preset_dir(preset)
+        foreign = detect.load_foreign_preset(folder)  # (config, load) or None
+        if (
+            foreign is None
+            and load_weights
+            and presets.weights_path(folder) is None
+            and presets.weight_sources(folder)
+        ):
+            folder = hub.fetch_preset(folder)  # download + convert once; PresetError offline
+        config = presets.read_config(folder)
+        weights = _require_weights(folder, config) if load_weights and foreign is None else None
         encoder = cls(**{**config["encoder"], **kwargs})
-        if weights is not None:
+        if load_weights and foreign is not None:
+            foreign[1](encoder)
+        elif weights is not None:
             encoder.load_weights(str(weights))
         return encoder
 

@@ -157,7 +157,14 @@ def test_save_to_preset_round_trip(tmp_path):
     )
 
 
-def test_missing_weights_error_says_where_to_get_them():
+def test_missing_weights_error_says_where_to_get_them(monkeypatch, tmp_path):
+    from keras_bert_app.convert import hub
+
+    def offline(handle, cache_dir=None):
+        raise OSError("no network")
+
+    monkeypatch.setattr(hub, "download", offline)
+    monkeypatch.setenv("KERAS_BERT_APP_CACHE", str(tmp_path))
     with pytest.raises(presets.PresetError, match="hf://google-bert/bert-base-uncased"):
         kba.BertEncoder.from_preset("bert_base_uncased")
 

@@ -1,0 +1,117 @@
+"""Cross-backend checks, each backend in its own process."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+BACKENDS = ("tensorflow", "jax", "torch")
+
+FORWARD = textwrap.dedent(
+    """
+    import sys, numpy as np, keras
+    import keras_bert_app as kba
+    weights, inputs_file, output_file = sys.argv[1:4]
+    encoder = kba.BertEncoder(vocabulary_size=120, num_layers=3, num_heads=4, hidden_dim=32,
+                              intermediate_dim=64, max_sequence_length=40)
+    encoder.load_weights(weights)
+    inputs = dict(np.load(inputs_file))
+    out = encoder(inputs)
+    arrays = {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}
+    arrays.update({f"layer_{i}": x for i, x in enumerate(out["encoder_outputs"])})
+    np.savez(output_file, **{k: keras.ops.convert_to_numpy(v) for k, v in arrays.items()})
+    """
+)
+
+
+def _run(backend, code, *args, extra_env=None):
+    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=str(REPO_ROOT), **(extra_env or {}))
+    result = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert result.returncode == 0, f"{backend} failed:\n{result.stderr[-3000:]}"
+    return result
+
+
+def _available(backend):
+    module = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}[backend]
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def test_same_weights_same_outputs_on_every_backend(tmp_path):
+    backends = [b for b in BACKENDS if _available(b)]
+    if len(backends) < 2:
+        pytest.skip(f"only {backends} installed")
+    # Weights are written once (by the first backend) and read by all.
+    weights = tmp_path / "encoder.weights.h5"
+    _run(
+        backends[0],
+        textwrap.dedent(
+            """
+            import sys, keras, keras_bert_app as kba
+            keras.utils.set_random_seed(7)
+            encoder = kba.BertEncoder(vocabulary_size=120, num_layers=3, num_heads=4, hidden_dim=32,
+                                      intermediate_dim=64, max_sequence_length=40)
+            # Larger-than-init weights make the comparison meaningful.
+            for v in encoder.weights:
+                v.assign(keras.random.normal(v.shape, stddev=0.3, seed=len(v.path)))
+            encoder.save_weights(sys.argv[1])
+            """
+        ),
+        weights,
+    )
+    rng = np.random.default_rng(0)
+    lengths = np.array([40, 17, 5])
+    padding_mask = (np.arange(40)[None] < lengths[:, None]).astype("int32")
+    inputs = {
+        "token_ids": rng.integers(1, 120, (3, 40)).astype("int32") * padding_mask,
+        "segment_ids": (np.arange(40)[None] >= lengths[:, None] // 2).astype("int32") * padding_mask,
+        "padding_mask": padding_mask,
+    }
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    outputs = {}
+    for backend in backends:
+        _run(backend, FORWARD, weights, tmp_path / "inputs.npz", tmp_path / f"{backend}.npz")
+        outputs[backend] = dict(np.load(tmp_path / f"{backend}.npz"))
+    reference = outputs[backends[0]]
+    assert set(reference) == {"sequence_output", "pooled_output", "layer_0", "layer_1", "layer_2"}
+    for backend in backends[1:]:
+        for name, value in reference.items():
+            difference = np.abs(outputs[backend][name] - value).max()
+            assert difference <= 1e-5, f"{backend} {name}: max abs difference {difference}"
+
+
+def test_model_side_imports_without_tensorflow():
+    """`import keras_bert_app` and running an encoder must not import TensorFlow."""
+    backend = "jax" if _available("jax") else "torch"
+    if not _available(backend):
+        pytest.skip("neither jax nor torch installed")
+    code = textwrap.dedent(
+        """
+        import sys
+        sys.modules["tensorflow"] = None  # any `import tensorflow` now raises ImportError
+        import numpy as np
+        import keras_bert_app as kba
+        encoder = kba.BertEncoder.from_preset("bert_tiny_uncased", load_weights=False)
+        ids = np.array([[101, 7592, 102, 0]], "int32")
+        out = encoder({"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": (ids > 0).astype("int32")})
+        assert out["pooled_output"].shape == (1, 128)
+        print(sorted(m for m, v in sys.modules.items() if v is not None and m.startswith(("tensorflow", "keras_hub"))))
+        """
+    )
+    result = _run(backend, code)
+    assert result.stdout.strip().splitlines()[-1] == "[]"
