@@ -1,0 +1,12 @@
+"""Data: corpus reading, pretraining pairs and masks, TFRecord I/O, task readers.
+
+Pretraining data (BERT paper, section 3.1 and appendix A):
+- `corpus`: the original corpus format -> `TokenizedCorpus`;
+- `pretraining_pairs`: sentence pairs and next-sentence labels;
+- `masking`: masked-LM positions and the 80/10/10 corruption;
+- `pretraining_instances`: both, per document, reproducibly seeded;
+- `pretraining_records`: TFRecords in the original layout and their reader
+  (`pretraining_dataset`);
+- `create_pretraining_data`: the static generator and its command;
+- `dynamic_pretraining`: fresh pairs and masks every epoch in `tf.data`.
+"""

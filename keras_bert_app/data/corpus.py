@@ -1,0 +1,238 @@
+"""Read a pretraining corpus in the original BERT format and tokenize it.
+
+The format of the original `create_pretraining_data.py`: one sentence per
+line, a blank line between documents, UTF-8 text, any number of files (globs
+and `.gz` allowed). Sentences are kept as the tokenizer sees them; a line that
+tokenizes to nothing is skipped and a document left without sentences is
+dropped, as the original does.
+
+The tokenized corpus is held in three flat NumPy arrays (token ids, sentence
+offsets, document offsets) so that sentences of a document are contiguous
+slices, worker processes can share it after a fork, and a chunk of
+consecutive sentences is one slice.
+"""
+
+import glob
+import gzip
+import os
+
+import numpy as np
+
+LINES_PER_BATCH = 8192
+
+
+def expand_input_files(patterns):
+    """The sorted list of files named by paths and glob patterns.
+
+    Args:
+        patterns: str or list of str. File paths or glob patterns
+            (`data/*.txt`, `wiki/**/*.gz`).
+
+    Returns:
+        list of str. Each file once, in the order the patterns were given
+        (files of one glob sorted by name).
+    """
+    if isinstance(patterns, (str, os.PathLike)):
+        patterns = [patterns]
+    files = []
+    for pattern in patterns:
+        pattern = os.fspath(pattern)
+        if glob.has_magic(pattern):
+            matches = sorted(glob.glob(pattern, recursive=True))
+            matches = [path for path in matches if os.path.isfile(path)]
+            if not matches:
+                raise FileNotFoundError(
+                    f"Input pattern {pattern!r} matches no file."
+                )
+        elif os.path.isdir(pattern):
+            raise ValueError(
+                f"Input {pattern!r} is a directory: expected corpus files "
+                f"(pass a glob such as {os.path.join(pattern, '*.txt')!r})."
+            )
+        elif not os.path.isfile(pattern):
+            raise FileNotFoundError(f"Input file {pattern!r} does not exist.")
+        else:
+            matches = [pattern]
+        for path in matches:
+            if path not in files:
+                files.append(path)
+    if not files:
+        raise ValueError("No input files given.")
+    return files
+
+
+def _open_binary(path):
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
+def read_lines(path):
+    """Yield `(line_number, text)` for each line of a corpus file.
+
+    Lines are decoded as strict UTF-8 and stripped of surrounding whitespace;
+    a blank line yields an empty string (a document boundary).
+
+    Raises:
+        ValueError: for bytes that are not UTF-8 or a corrupt `.gz` file,
+            naming the file and the line.
+    """
+    line_number = 0
+    try:
+        with _open_binary(path) as stream:
+            for line_number, raw in enumerate(stream, start=1):
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as error:
+                    bad = raw[error.start : error.start + 4]
+                    raise ValueError(
+                        f"{path}:{line_number}: not valid UTF-8 (byte "
+                        f"{bad[:1].hex()} at column {error.start + 1}, near "
+                        f"{bad!r}); the corpus must be UTF-8 text."
+                    ) from None
+                yield line_number, text.strip()
+    except (OSError, EOFError, gzip.BadGzipFile) as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        raise ValueError(
+            f"{path}:{line_number + 1}: cannot read: {error}"
+        ) from None
+
+
+class TokenizedCorpus:
+    """A tokenized corpus: documents of sentences of token ids.
+
+    Args:
+        token_ids: int32 array `[num_tokens]`. All tokens, sentence after
+            sentence.
+        sentence_starts: int64 array `[num_sentences + 1]`. Offset of each
+            sentence in `token_ids`, then the total.
+        document_starts: int64 array `[num_documents + 1]`. Index of the
+            first sentence of each document, then the number of sentences.
+    """
+
+    def __init__(self, token_ids, sentence_starts, document_starts):
+        self.token_ids = np.asarray(token_ids, dtype=np.int32)
+        self.sentence_starts = np.asarray(sentence_starts, dtype=np.int64)
+        self.document_starts = np.asarray(document_starts, dtype=np.int64)
+
+    @property
+    def num_documents(self):
+        return len(self.document_starts) - 1
+
+    @property
+    def num_sentences(self):
+        return len(self.sentence_starts) - 1
+
+    @property
+    def num_tokens(self):
+        return len(self.token_ids)
+
+    def document_sentence_range(self, document_index):
+        """`(first, end)` sentence indices of a document."""
+        return (
+            int(self.document_starts[document_index]),
+            int(self.document_starts[document_index + 1]),
+        )
+
+    def sentence_tokens(self, sentence_index):
+        start, end = self.sentence_starts[sentence_index : sentence_index + 2]
+        return self.token_ids[start:end]
+
+    def documents(self):
+        """Yield each document as a list of int32 arrays, one per sentence."""
+        for index in range(self.num_documents):
+            first, end = self.document_sentence_range(index)
+            yield [self.sentence_tokens(i) for i in range(first, end)]
+
+
+def _tokenize_lines(tokenizer, lines):
+    """Token ids of a batch of lines: (flat int32 ids, int64 row lengths)."""
+    import tensorflow as tf
+
+    ragged = tokenizer(tf.constant(lines))
+    if not isinstance(ragged, tf.RaggedTensor):
+        raise ValueError(
+            "The tokenizer must return a tf.RaggedTensor of token ids for a "
+            f"batch of strings, got {type(ragged).__name__}."
+        )
+    flat = ragged.flat_values.numpy().astype(np.int32)
+    return flat, ragged.row_lengths().numpy()
+
+
+def tokenize_corpus(files, tokenizer, progress=None):
+    """Read corpus files and tokenize them in batches of lines.
+
+    Args:
+        files: list of str. Corpus files (see `expand_input_files`).
+        tokenizer: a callable mapping a `tf.string` tensor `[batch]` to a
+            `tf.RaggedTensor` of token ids `[batch, None]`, such as
+            `keras_bert_app.BertTokenizer`.
+        progress: optional callable, called with the number of lines read
+            after each batch (for a progress bar).
+
+    Returns:
+        `TokenizedCorpus`. Lines that tokenize to nothing are skipped,
+        documents without sentences dropped.
+
+    Raises:
+        ValueError: if a file cannot be read or decoded (naming the file and
+            line), or if the corpus holds no document.
+    """
+    token_chunks = []
+    sentence_lengths = []
+    document_sizes = []  # sentences per document, documents in order
+    state = {"sentences_in_document": 0}
+
+    def end_document():
+        if state["sentences_in_document"]:
+            document_sizes.append(state["sentences_in_document"])
+        state["sentences_in_document"] = 0
+
+    def flush(lines, boundaries_after):
+        # `boundaries_after[i]`: number of blank lines seen after lines[i].
+        if not lines:
+            return
+        flat, lengths = _tokenize_lines(tokenizer, lines)
+        token_chunks.append(flat)
+        for length, boundary in zip(lengths.tolist(), boundaries_after):
+            if length:
+                sentence_lengths.append(length)
+                state["sentences_in_document"] += 1
+            if boundary:
+                end_document()
+        if progress is not None:
+            progress(len(lines))
+
+    for path in files:
+        lines, boundaries = [], []
+        for _, text in read_lines(path):
+            if text:
+                lines.append(text)
+                boundaries.append(False)
+                if len(lines) >= LINES_PER_BATCH:
+                    flush(lines, boundaries)
+                    lines, boundaries = [], []
+            elif boundaries:
+                boundaries[-1] = True
+            else:
+                end_document()
+        if boundaries:
+            boundaries[-1] = True  # a document never spans two files
+        flush(lines, boundaries)
+        end_document()
+
+    if not document_sizes:
+        raise ValueError(
+            f"The corpus {files} holds no document: expected one sentence per "
+            "line with a blank line between documents, got only blank lines "
+            "or lines that tokenize to nothing."
+        )
+    token_ids = (
+        np.concatenate(token_chunks) if token_chunks else np.zeros(0, np.int32)
+    )
+    sentence_starts = np.zeros(len(sentence_lengths) + 1, dtype=np.int64)
+    np.cumsum(sentence_lengths, out=sentence_starts[1:])
+    document_starts = np.zeros(len(document_sizes) + 1, dtype=np.int64)
+    np.cumsum(document_sizes, out=document_starts[1:])
+    return TokenizedCorpus(token_ids, sentence_starts, document_starts)

@@ -1,0 +1,99 @@
+"""Dynamic pretraining data: corpus files straight to masked-pair batches.
+
+Instead of writing `dupe_factor` masked copies of the corpus to disk, every
+epoch draws fresh sentence pairs and fresh masks (dynamic masking, as RoBERTa
+does), from the same algorithm and code as the static TFRecords. The corpus
+is tokenized once, in batches, when the dataset is built; each pass over the
+dataset is the next epoch, with its own seeded draws, so runs are
+reproducible. The result is a `tf.data.Dataset`, which `model.fit` takes on
+every Keras backend.
+"""
+
+import numpy as np
+
+from keras_bert_app.data.corpus import expand_input_files
+from keras_bert_app.data.corpus import tokenize_corpus
+from keras_bert_app.data.pretraining_instances import InstanceMaker
+from keras_bert_app.data.pretraining_records import features_to_model_inputs
+
+
+def dynamic_pretraining_dataset(
+    input_files,
+    tokenizer,
+    batch_size,
+    max_seq_length=128,
+    max_predictions_per_seq=20,
+    masked_lm_prob=0.15,
+    short_seq_prob=0.1,
+    whole_word_masking=False,
+    seed=12345,
+    shuffle_buffer_size=10000,
+    drop_remainder=False,
+):
+    """A dataset of masked sentence-pair batches with fresh masks every epoch.
+
+    Args:
+        input_files: str or list of str. Corpus files or globs (one sentence
+            per line, blank line between documents; `.gz` allowed).
+        tokenizer: a `BertTokenizer` (called on a `tf.string` batch, returns
+            ragged ids; has `get_vocabulary()`).
+        batch_size: int.
+        max_seq_length, max_predictions_per_seq, masked_lm_prob,
+        short_seq_prob, whole_word_masking, seed: see `InstanceMaker`.
+        shuffle_buffer_size: int. Instances in the shuffle buffer (documents
+            are also visited in a new random order each epoch).
+        drop_remainder: bool. Drop a last partial batch (needed on TPU).
+
+    Returns:
+        A `tf.data.Dataset` of `(x, y, sample_weight)` as
+        `pretraining_dataset` gives: `x` has `token_ids`, `segment_ids`,
+        `padding_mask` `[batch, max_seq_length]` and `mask_positions`
+        `[batch, max_predictions_per_seq]`; `y` has `mlm` and `nsp`;
+        `sample_weight` has `mlm`. Iterating it again gives the next epoch.
+    """
+    import tensorflow as tf
+
+    corpus = tokenize_corpus(expand_input_files(input_files), tokenizer)
+    if corpus.num_documents < 2:
+        raise ValueError(
+            f"The corpus holds {corpus.num_documents} document: random next "
+            "sentences need at least 2. Separate documents with a blank line."
+        )
+    maker = InstanceMaker(
+        list(tokenizer.get_vocabulary()),
+        max_seq_length=max_seq_length,
+        max_predictions_per_seq=max_predictions_per_seq,
+        masked_lm_prob=masked_lm_prob,
+        short_seq_prob=short_seq_prob,
+        whole_word_masking=whole_word_masking,
+        seed=seed,
+    )
+    epochs_started = [0]
+
+    def documents_of_next_epoch():
+        epoch = epochs_started[0]
+        epochs_started[0] += 1
+        order = np.random.default_rng([seed, epoch]).permutation(corpus.num_documents)
+        for document_index in order.tolist():
+            features, _ = maker.document_instances(corpus, document_index, epoch)
+            yield features
+
+    sequence = tf.TensorSpec([None, max_seq_length], tf.int32)
+    predictions = tf.TensorSpec([None, max_predictions_per_seq], tf.int64)
+    signature = {
+        "input_ids": sequence,
+        "input_mask": sequence,
+        "segment_ids": sequence,
+        "masked_lm_positions": predictions,
+        "masked_lm_ids": predictions,
+        "masked_lm_weights": tf.TensorSpec([None, max_predictions_per_seq], tf.float32),
+        "next_sentence_labels": tf.TensorSpec([None], tf.int64),
+    }
+    dataset = tf.data.Dataset.from_generator(
+        documents_of_next_epoch, output_signature=signature
+    )
+    dataset = dataset.unbatch()
+    dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
+    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
+    dataset = dataset.map(features_to_model_inputs)
+    return dataset.prefetch(tf.data.AUTOTUNE)

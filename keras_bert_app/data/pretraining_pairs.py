@@ -1,0 +1,186 @@
+"""Sentence pairs for next-sentence prediction (BERT paper, section 3.1, A.1).
+
+The algorithm of the original `create_pretraining_data.py`, on token ids:
+
+- per document, one target length: `max_seq_length - 3`, or with probability
+  `short_seq_prob` a random length in `[2, max_seq_length - 3]`;
+- sentences accumulate into a chunk until the target is reached (or the
+  document ends);
+- segment A is a random non-empty prefix of the chunk;
+- with probability 0.5, or always when the chunk holds one sentence, B is
+  taken from a random *other* document starting at a random sentence (label
+  1, "random"), and the unused sentences of the chunk go back to the
+  document; otherwise B is the rest of the chunk (label 0, "IsNext");
+- the pair is cut to `max_seq_length - 3` tokens by removing tokens from the
+  longer side, each from its front or its back at random.
+
+Differences from the original, all on purpose: the other document is drawn
+uniformly from the *other* documents (the original retries ten times and may
+keep the same one), and truncation draws how many of the removed tokens come
+from the front with one binomial draw rather than one coin per token (the
+same distribution). A corpus of one document cannot give random next
+sentences and is refused.
+"""
+
+import numpy as np
+
+IS_NEXT = 0
+RANDOM_NEXT = 1
+
+
+def target_sequence_length(rng, max_num_tokens, short_seq_prob):
+    """The target number of tokens of A + B for one document.
+
+    Returns:
+        `(target_length, is_short)`.
+    """
+    if rng.random() < short_seq_prob:
+        return 2 + _random_int(rng, max_num_tokens - 1), True
+    return max_num_tokens, False
+
+
+def truncated_lengths(length_a, length_b, max_num_tokens):
+    """Lengths of A and B after the original truncation.
+
+    The original removes one token at a time from the longer side (from B
+    when both are as long) until the pair fits.
+    """
+    excess = length_a + length_b - max_num_tokens
+    if excess <= 0:
+        return length_a, length_b
+    if length_a > length_b:
+        cut = min(excess, length_a - length_b)
+        length_a -= cut
+    else:
+        cut = min(excess, length_b - length_a)
+        length_b -= cut
+    rest = excess - cut
+    return length_a - rest // 2, length_b - (rest + 1) // 2
+
+
+def _cut(tokens, new_length, rng):
+    """Remove `len(tokens) - new_length` tokens, each from the front or back."""
+    removed = len(tokens) - new_length
+    if removed == 0:
+        return tokens
+    front = int(rng.binomial(removed, 0.5))
+    return tokens[front : front + new_length]
+
+
+def _random_int(rng, high):
+    """A uniform int in `[0, high)` (one float draw: faster than `integers`)."""
+    return min(int(rng.random() * high), high - 1)
+
+
+def _random_next_segment(corpus, document_index, target_length, rng):
+    """Tokens of B from a random other document, from a random sentence on."""
+    other = _random_int(rng, corpus.num_documents - 1)
+    if other >= document_index:
+        other += 1
+    first, end = corpus.document_sentence_range(other)
+    start_sentence = first + _random_int(rng, end - first)
+    starts = corpus.sentence_starts[start_sentence : end + 1]
+    # Take sentences until the target is reached (at least one) or the
+    # document ends.
+    last = int(np.searchsorted(starts, starts[0] + target_length, side="left"))
+    last = min(max(last, 1), len(starts) - 1)
+    return corpus.token_ids[starts[0] : starts[last]]
+
+
+def create_pairs(corpus, document_index, rng, max_seq_length, short_seq_prob):
+    """The sentence pairs of one document.
+
+    Args:
+        corpus: `TokenizedCorpus` with at least two documents.
+        document_index: int. The document to pair.
+        rng: `numpy.random.Generator`. All randomness comes from it.
+        max_seq_length: int. Length of `[CLS] A [SEP] B [SEP]` at most.
+        short_seq_prob: float. Probability of a short target length.
+
+    Returns:
+        `(pairs, is_short)`: `pairs` is a list of `(tokens_a, tokens_b,
+        label)` with int32 token arrays `[length_a]`, `[length_b]` and label
+        `IS_NEXT` (0) or `RANDOM_NEXT` (1); `is_short` says whether the
+        document drew a short target length.
+    """
+    if corpus.num_documents < 2:
+        raise ValueError(
+            "Next-sentence pairs need at least 2 documents (B is drawn from "
+            f"another document half of the time), got {corpus.num_documents}. "
+            "Separate the documents of the corpus with blank lines."
+        )
+    max_num_tokens = max_seq_length - 3
+    target_length, is_short = target_sequence_length(
+        rng, max_num_tokens, short_seq_prob
+    )
+    first, end = corpus.document_sentence_range(document_index)
+    # Token offsets of the document's sentences, relative to the document.
+    base = int(corpus.sentence_starts[first])
+    offsets = (corpus.sentence_starts[first : end + 1] - base).tolist()
+    tokens = corpus.token_ids[base : base + offsets[-1]]
+    num_sentences = end - first
+    pairs = []
+    chunk_start = 0  # first sentence of the current chunk
+    sentence = 0
+    while sentence < num_sentences:
+        chunk_length = offsets[sentence + 1] - offsets[chunk_start]
+        if sentence == num_sentences - 1 or chunk_length >= target_length:
+            num_chunk_sentences = sentence + 1 - chunk_start
+            a_end = chunk_start + 1
+            if num_chunk_sentences >= 2:
+                a_end += _random_int(rng, num_chunk_sentences - 1)
+            tokens_a = tokens[offsets[chunk_start] : offsets[a_end]]
+            if num_chunk_sentences == 1 or rng.random() < 0.5:
+                label = RANDOM_NEXT
+                tokens_b = _random_next_segment(
+                    corpus, document_index, target_length - len(tokens_a), rng
+                )
+                # The sentences of the chunk after A are put back.
+                sentence = a_end - 1
+            else:
+                label = IS_NEXT
+                tokens_b = tokens[offsets[a_end] : offsets[sentence + 1]]
+            length_a, length_b = truncated_lengths(
+                len(tokens_a), len(tokens_b), max_num_tokens
+            )
+            pairs.append(
+                (
+                    _cut(tokens_a, length_a, rng),
+                    _cut(tokens_b, length_b, rng),
+                    label,
+                )
+            )
+            chunk_start = sentence + 1
+        sentence += 1
+    return pairs, is_short
+
+
+def pack_pairs(pairs, max_seq_length, cls_token_id, sep_token_id):
+    """`[CLS] A [SEP] B [SEP]` for each pair, padded with 0.
+
+    Args:
+        pairs: list of `(tokens_a, tokens_b, label)` from `create_pairs`.
+        max_seq_length: int. The padded length.
+        cls_token_id: int. Id of `[CLS]`.
+        sep_token_id: int. Id of `[SEP]`.
+
+    Returns:
+        `(token_ids, segment_ids, num_tokens)`: int32 arrays `[num_pairs,
+        max_seq_length]` (segment 0 covers `[CLS] A [SEP]`, segment 1 covers
+        `B [SEP]`, padding is 0) and int64 `[num_pairs]`.
+    """
+    token_ids = np.zeros((len(pairs), max_seq_length), dtype=np.int32)
+    segment_ids = np.zeros((len(pairs), max_seq_length), dtype=np.int32)
+    num_tokens = np.zeros(len(pairs), dtype=np.int64)
+    for row, (tokens_a, tokens_b, _) in enumerate(pairs):
+        b_start = len(tokens_a) + 2
+        end = b_start + len(tokens_b) + 1
+        token_ids[row, 1 : b_start - 1] = tokens_a
+        token_ids[row, b_start : end - 1] = tokens_b
+        segment_ids[row, b_start:end] = 1
+        num_tokens[row] = end
+    token_ids[:, 0] = cls_token_id
+    rows = np.arange(len(pairs))
+    token_ids[rows, [len(a) + 1 for a, _, _ in pairs]] = sep_token_id
+    token_ids[rows, num_tokens - 1] = sep_token_id
+    return token_ids, segment_ids, num_tokens

@@ -1,0 +1,130 @@
+"""BertQuestionAnswerer: start/end span logits on every token (SQuAD)."""
+
+import keras
+from keras import ops
+
+from keras_bert_app.models.bert_classifier import default_optimizer
+from keras_bert_app.models.bert_classifier import save_task_preset
+from keras_bert_app.models.bert_classifier import task_from_preset
+
+OUTPUT_NAMES = ("start_logits", "end_logits")
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_app")
+class BertQuestionAnswerer(keras.Model):
+    """BERT with a span head: a start and an end logit for every token.
+
+    Sections 4.2-4.3 of Devlin et al. 2018: the only new parameters are a
+    start vector S and an end vector E (a dense layer of 2 units on each
+    final hidden state T_i); P(start = i) = softmax_i(S . T_i). The training
+    loss is the mean of the start and end cross-entropies. For SQuAD v2.0 an
+    unanswerable question points both ends at `[CLS]` (position 0).
+
+    Args:
+        encoder: `keras_bert_app.BertEncoder`.
+
+    Inputs: the encoder's dict of int tensors [batch, seq].
+    Outputs: dict of float logits (no softmax) `start_logits` [batch, seq] and
+    `end_logits` [batch, seq]. Labels for `fit` are a dict with the same keys
+    holding the int positions [batch].
+
+    Example:
+    ```python
+    import keras_bert_app as kba
+
+    qa = kba.BertQuestionAnswerer.from_preset("bert_tiny_uncased", load_weights=False)
+    qa.compile(learning_rate=3e-5, total_steps=1000)
+    qa.fit(inputs, {"start_logits": starts, "end_logits": ends}, batch_size=32)
+    ```
+    """
+
+    def __init__(self, encoder, dtype=None, **kwargs):
+        # === Layers ===
+        span_dense = keras.layers.Dense(
+            2,
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=encoder.initializer_range
+            ),
+            dtype=dtype,
+            name="span_logits",
+        )
+
+        # === Functional Model ===
+        inputs = encoder.input
+        sequence_output = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
+        span_logits = span_dense(sequence_output)  # (batch, seq, 2)
+        start_logits, end_logits = ops.unstack(span_logits, 2, axis=-1)  # 2 x (batch, seq)
+        super().__init__(
+            inputs=inputs,
+            outputs={"start_logits": start_logits, "end_logits": end_logits},
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.encoder = encoder
+
+    def compile(
+        self,
+        optimizer="auto",
+        loss="auto",
+        metrics="auto",
+        *,
+        learning_rate=5e-5,
+        total_steps=None,
+        warmup_ratio=0.1,
+        **kwargs,
+    ):
+        """Compile with the paper's defaults.
+
+        "auto" gives AdamW with a linear warmup over `warmup_ratio` of
+        `total_steps` then linear decay (see `BertClassifier.compile`; the
+        paper uses 5e-5 for SQuAD v1.1 and 3e-5 for v2.0), the mean of the
+        start and end sparse cross-entropies on logits, and start/end
+        position accuracy.
+        """
+        if optimizer == "auto":
+            optimizer = default_optimizer(learning_rate, total_steps, warmup_ratio)
+        loss_weights = kwargs.pop("loss_weights", None)
+        if loss == "auto":
+            loss = {
+                name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+                for name in OUTPUT_NAMES
+            }
+            loss_weights = loss_weights or {name: 0.5 for name in OUTPUT_NAMES}
+        if metrics == "auto":
+            metrics = {
+                name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+                for name in OUTPUT_NAMES
+            }
+        super().compile(
+            optimizer=optimizer, loss=loss, loss_weights=loss_weights, metrics=metrics, **kwargs
+        )
+
+    def get_config(self):
+        return {
+            "encoder": keras.layers.serialize(self.encoder),
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **kwargs):
+        """Build from a preset: a fine-tuned SQuAD run's preset (its span head
+        is restored) or a plain encoder preset (a new span head).
+
+        Args:
+            preset: str. A built-in preset name or a preset folder.
+            load_weights: bool. Load the preset's weights.
+        """
+        return task_from_preset(cls, preset, load_weights, kwargs)
+
+    def save_to_preset(self, preset_dir):
+        """Write the encoder preset, `task.weights.h5` and a "task" config entry."""
+        return save_task_preset(self, preset_dir, {}, None)

@@ -1,0 +1,126 @@
+"""`keras-bert-app create-pretraining-data` end to end on a slice of the
+Wikipedia sample: reproducible whatever the workers, safe with old output,
+clear on bad input."""
+
+import json
+
+import pytest
+
+from keras_bert_app import cli
+from keras_bert_app.data.create_pretraining_data import create_pretraining_data
+
+
+@pytest.fixture(scope="module")
+def small_corpus(shared_data, tmp_path_factory):
+    """The first 12 articles of the Wikipedia sample."""
+    text = (shared_data / "corpus" / "enwiki_sample.txt").read_text(encoding="utf-8")
+    documents = text.split("\n\n")[:12]
+    path = tmp_path_factory.mktemp("corpus") / "wiki.txt"
+    path.write_text("\n\n".join(documents) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def vocab(shared_data):
+    return str(shared_data / "vocab" / "bert_uncased_vocab.txt")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(vocab):
+    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+
+    return BertTokenizer(vocabulary=vocab)
+
+
+def create(corpus, output, vocab, *extra):
+    return cli.main([
+        "create-pretraining-data", "--input", str(corpus), "--output", str(output),
+        "--vocab", vocab, "--max-seq-length", "64", "--max-predictions-per-seq", "10",
+        "--dupe-factor", "2", "--seed", "3", *extra,
+    ])
+
+
+def generate(corpus, output, tokenizer, **kwargs):
+    """The command's work without its per-run tokenizer start-up."""
+    options = dict(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=2, seed=3, progress=False)
+    return create_pretraining_data(str(corpus), str(output), tokenizer, **{**options, **kwargs})
+
+
+def shard_bytes(directory):
+    return {p.name: p.read_bytes() for p in sorted(directory.glob("*.tfrecord"))}
+
+
+def test_identical_output_whatever_the_workers(small_corpus, vocab, tokenizer, tmp_path, capsys):
+    import tensorflow as tf
+
+    assert create(small_corpus, tmp_path / "one", vocab, "--workers", "1", "--num-shards", "3") == 0
+    printed = capsys.readouterr().out
+    assert "12 documents" in printed and "IsNext fraction" in printed
+    generate(small_corpus, tmp_path / "two", tokenizer, workers=2, num_shards=3)
+    one, two = shard_bytes(tmp_path / "one"), shard_bytes(tmp_path / "two")
+    assert list(one) == [f"pretraining-{i:05d}-of-00003.tfrecord" for i in range(3)]
+    assert one == two
+    assert sorted(p.name for p in (tmp_path / "one").iterdir()) == sorted(one) + ["pretraining_data.json"]
+    summary = json.loads((tmp_path / "one" / "pretraining_data.json").read_text())
+    # Records parse with the original feature spec; the summary counts them.
+    spec = {
+        "input_ids": tf.io.FixedLenFeature([64], tf.int64),
+        "input_mask": tf.io.FixedLenFeature([64], tf.int64),
+        "segment_ids": tf.io.FixedLenFeature([64], tf.int64),
+        "masked_lm_positions": tf.io.FixedLenFeature([10], tf.int64),
+        "masked_lm_ids": tf.io.FixedLenFeature([10], tf.int64),
+        "masked_lm_weights": tf.io.FixedLenFeature([10], tf.float32),
+        "next_sentence_labels": tf.io.FixedLenFeature([1], tf.int64),
+    }
+    files = [str(tmp_path / "one" / name) for name in one]
+    records = tf.data.TFRecordDataset(files).batch(10_000).get_single_element()
+    parsed = {k: v.numpy() for k, v in tf.io.parse_example(records, spec).items()}
+    assert len(parsed["input_ids"]) == summary["instances"]
+    assert abs((parsed["next_sentence_labels"] == 0).mean() - summary["is_next_fraction"]) < 1e-9
+    assert parsed["input_mask"].sum() == summary["tokens"]
+    # A different seed gives different data.
+    generate(small_corpus, tmp_path / "other", tokenizer, num_shards=3, seed=4)
+    assert shard_bytes(tmp_path / "other") != one
+
+
+def test_old_shards_are_never_silently_replaced(small_corpus, tokenizer, tmp_path):
+    generate(small_corpus, tmp_path, tokenizer, num_shards=2)
+    before = shard_bytes(tmp_path)
+    with pytest.raises(FileExistsError, match=r"already holds 2 \*.tfrecord"):
+        generate(small_corpus, tmp_path, tokenizer, num_shards=2, seed=9)
+    assert shard_bytes(tmp_path) == before
+    generate(small_corpus, tmp_path, tokenizer, num_shards=1, overwrite=True)
+    assert list(shard_bytes(tmp_path)) == ["pretraining-00000-of-00001.tfrecord"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_missing_vocabulary_is_one_line(small_corpus, tmp_path, capsys):
+    assert create(small_corpus, tmp_path / "out", str(tmp_path / "missing.txt")) == 1
+    assert "Vocabulary file" in capsys.readouterr().err
+
+
+def test_bad_corpora(tokenizer, tmp_path):
+    def error_of(content):
+        corpus = tmp_path / "corpus.txt"
+        corpus.write_bytes(content)
+        with pytest.raises((ValueError, FileNotFoundError)) as error:
+            generate(corpus, tmp_path / "out", tokenizer)
+        return str(error.value)
+
+    assert "holds 1 document" in error_of(b"First sentence here.\nSecond sentence here.\n")
+    assert "holds no document" in error_of(b"\n\n\n")
+    assert "holds no document" in error_of(b"")
+    assert "corpus.txt:3: not valid UTF-8" in error_of(b"Good line.\n\nBad \xc3\x28 line.\n")
+    with pytest.raises(FileNotFoundError, match="matches no file"):
+        generate(tmp_path / "*.nothing", tmp_path / "out", tokenizer)
+    assert not (tmp_path / "out").exists()
+
+
+def test_one_sentence_documents_and_a_long_line(tokenizer, tmp_path):
+    corpus = tmp_path / "short.txt"
+    long_line = "word " * 200_000  # 1 MB
+    corpus.write_text("\n\n".join(["Only one sentence.", "Another lonely one.", long_line, "Last."]) + "\n")
+    summary = generate(corpus, tmp_path / "out", tokenizer)
+    assert summary["documents"] == 4
+    # One-sentence documents always get a random next sentence.
+    assert summary["is_next_fraction"] < 0.5

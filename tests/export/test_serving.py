@@ -1,0 +1,193 @@
+"""SavedModel export: raw text in, checked in a process that imports only TF + TF Text."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_app.export.serving import export_for_serving, next_version
+from keras_bert_app.models.bert_classifier import BertClassifier
+from keras_bert_app.models.bert_encoder import BertEncoder
+from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
+from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+from tests.conftest import REPO_ROOT
+
+SEQUENCE_LENGTH = 24
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "",
+    "   \t\n ",
+    "nul\x00bytes and \x07 controls",
+    "emoji 😀🎉 and عربي right-to-left שלום",
+    "x" * 100_000,
+    "supercalifragilistic" * 500,
+]
+
+# Runs in a clean interpreter: only tensorflow and tensorflow_text are imported.
+CLEAN_PROCESS = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+    export_dir, request_file, output_file = sys.argv[1:4]
+    request = json.load(open(request_file))
+    serving = tf.saved_model.load(export_dir).signatures["serving_default"]
+    outputs = serving(**{k: tf.constant(v, tf.string) for k, v in request.items()})
+    np.savez(output_file, **{k: v.numpy() for k, v in outputs.items()})
+    loaded = sorted(m for m, v in sys.modules.items() if v is not None and m.split(".")[0] in ("keras_bert_app", "keras_hub"))
+    print(json.dumps(loaded))
+    """
+)
+
+
+def _tiny_encoder(vocabulary_size=30522):
+    return BertEncoder(
+        vocabulary_size=vocabulary_size, num_layers=2, num_heads=2, hidden_dim=16,
+        intermediate_dim=32, max_sequence_length=64,
+    )
+
+
+@pytest.fixture(scope="module")
+def preprocessor():
+    return BertPreprocessor(BertTokenizer.from_preset("bert_tiny_uncased"), sequence_length=SEQUENCE_LENGTH)
+
+
+def serve_in_clean_process(export_dir, request, tmp_path):
+    request_file = tmp_path / "request.json"
+    request_file.write_text(json.dumps(request))
+    output_file = tmp_path / "outputs.npz"
+    result = subprocess.run(
+        [sys.executable, "-c", CLEAN_PROCESS, str(export_dir), str(request_file), str(output_file)],
+        capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    # (tensorflow_text itself may pull in keras; our package must not be needed.)
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+    return dict(np.load(output_file, allow_pickle=True))
+
+
+def keras_outputs(model, preprocessor, texts):
+    features = preprocessor(texts)
+    return keras.tree.map_structure(keras.ops.convert_to_numpy, model.predict(features, verbose=0))
+
+
+def test_classifier_export_matches_keras_in_a_clean_process(tmp_path, preprocessor):
+    keras.utils.set_random_seed(1)
+    model = BertClassifier(_tiny_encoder(), num_classes=3)
+    labels = ["business", "sport", "tech"]
+    target = export_for_serving(model, tmp_path / "export", preprocessor, label_names=labels)
+    assert target == tmp_path / "export" / "1"
+    assert (target / "assets" / "vocab.txt").read_text().split("\n")[:3] == ["[PAD]", "[unused0]", "[unused1]"]
+    metadata = json.loads((target / "assets.extra" / "keras_bert_app.json").read_text())
+    assert metadata["sequence_length"] == SEQUENCE_LENGTH and metadata["label_names"] == labels
+    served = serve_in_clean_process(target, {"text": TEXTS}, tmp_path)
+    expected = keras.ops.convert_to_numpy(keras.ops.softmax(keras_outputs(model, preprocessor, TEXTS)))
+    np.testing.assert_allclose(served["probabilities"], expected, atol=1e-5)
+    np.testing.assert_array_equal(served["label_id"], expected.argmax(-1))
+    assert [label.decode() for label in served["label"]] == [labels[i] for i in expected.argmax(-1)]
+    # The next export gets the next version number.
+    assert next_version(tmp_path / "export") == 2
+
+
+def test_pair_regression_and_features(tmp_path, preprocessor):
+    keras.utils.set_random_seed(2)
+    regressor = BertClassifier(_tiny_encoder(), num_classes=1)
+    target = export_for_serving(regressor, tmp_path / "sts", preprocessor, text_pair=True)
+    request = {"text_a": TEXTS[:4], "text_b": TEXTS[3:7]}
+    served = serve_in_clean_process(target, request, tmp_path)
+    expected = keras_outputs(regressor, preprocessor, (request["text_a"], request["text_b"]))[:, 0]
+    np.testing.assert_allclose(served["score"], expected, atol=1e-5)
+
+    encoder = _tiny_encoder()
+    target = export_for_serving(encoder, tmp_path / "features", preprocessor)
+    served = serve_in_clean_process(target, {"text": TEXTS}, tmp_path)
+    expected = keras_outputs(encoder, preprocessor, TEXTS)
+    np.testing.assert_allclose(served["pooled_output"], expected["pooled_output"], atol=1e-5)
+    np.testing.assert_allclose(served["sequence_output"], expected["sequence_output"], atol=1e-5)
+
+
+def test_signatures_cli_warmup_and_edge_batches(tmp_path, preprocessor):
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    model = BertClassifier(_tiny_encoder(), num_classes=2)
+    target = export_for_serving(model, tmp_path / "export", preprocessor, label_names=["neg", "pos"])
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    shown = subprocess.run([cli, "show", "--dir", str(target), "--all"], capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    for expected in ("signature_def['serving_default']", "signature_def['serve_token_ids']", "dtype: DT_STRING",
+                     f"shape: (-1, {SEQUENCE_LENGTH})", "outputs['probabilities']", "outputs['label']"):
+        assert expected in shown.stdout, expected
+    # `saved_model_cli run` with the TF Text ops registered first (as TF Serving links them).
+    with_text_ops = "import sys, tensorflow_text; from tensorflow.python.tools import saved_model_cli; saved_model_cli.main()"
+    ran = subprocess.run(
+        [sys.executable, "-c", with_text_ops, "run", "--dir", str(target), "--tag_set", "serve",
+         "--signature_def", "serving_default", "--input_exprs", "text=['a fine day', 'a bad day']"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert "probabilities" in ran.stdout
+
+    serving = tf.saved_model.load(str(target)).signatures["serving_default"]
+    requests = 0
+    for record in tf.data.TFRecordDataset(str(target / "assets.extra" / "tf_serving_warmup_requests")):
+        log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+        inputs = {k: tf.make_ndarray(v) for k, v in log.predict_log.request.inputs.items()}
+        outputs = serving(**{k: tf.constant(v) for k, v in inputs.items()})
+        assert outputs["probabilities"].shape == (len(inputs["text"]), 2)
+        requests += 1
+    assert requests >= 2
+    assert serving(text=tf.constant([], tf.string))["probabilities"].shape == (0, 2)
+    many = serving(text=tf.constant(["some words here"] * 1000))["probabilities"].numpy()
+    assert many.shape == (1000, 2) and np.allclose(many, many[0], atol=1e-5)
+    # Invalid UTF-8 reaches the graph as bytes: no crash.
+    assert serving(text=tf.constant([b"bad \xff\xfe bytes"]))["label_id"].shape == (1,)
+    by_ids = tf.saved_model.load(str(target)).signatures["serve_token_ids"]
+    features = preprocessor(["a fine day"])
+    out = by_ids(**{k: tf.constant(v) for k, v in features.items()})
+    np.testing.assert_allclose(out["probabilities"].numpy(), serving(text=tf.constant(["a fine day"]))["probabilities"].numpy(), atol=1e-6)
+
+
+def test_vocabulary_mismatch_is_refused(tmp_path, preprocessor):
+    model = BertClassifier(_tiny_encoder(vocabulary_size=1000), num_classes=2)
+    with pytest.raises(ValueError, match="vocabulary has 30522 tokens but the model's token embedding has 1000 rows"):
+        export_for_serving(model, tmp_path / "export", preprocessor)
+
+
+def test_jax_export_equals_tensorflow_export(tmp_path, preprocessor):
+    pytest.importorskip("jax")
+    keras.utils.set_random_seed(3)
+    model = BertClassifier(_tiny_encoder(), num_classes=3)
+    weights = tmp_path / "classifier.weights.h5"
+    model.save_weights(str(weights))
+    tf_target = export_for_serving(model, tmp_path / "tf", preprocessor)
+    code = textwrap.dedent(
+        """
+        import sys
+        from keras_bert_app.export.serving import export_for_serving
+        from keras_bert_app.models.bert_classifier import BertClassifier
+        from keras_bert_app.models.bert_encoder import BertEncoder
+        from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
+        encoder = BertEncoder(vocabulary_size=30522, num_layers=2, num_heads=2, hidden_dim=16,
+                              intermediate_dim=32, max_sequence_length=64)
+        model = BertClassifier(encoder, num_classes=3)
+        model.load_weights(sys.argv[1])
+        export_for_serving(model, sys.argv[2], BertPreprocessor.from_preset("bert_tiny_uncased", sequence_length=int(sys.argv[3])))
+        """
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(weights), str(tmp_path / "jax"), str(SEQUENCE_LENGTH)],
+        capture_output=True, text=True, timeout=600,
+        env=dict(os.environ, KERAS_BACKEND="jax", PYTHONPATH=str(REPO_ROOT), TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    from_tf = serve_in_clean_process(tf_target, {"text": TEXTS}, tmp_path)
+    from_jax = serve_in_clean_process(tmp_path / "jax" / "1", {"text": TEXTS}, tmp_path)
+    np.testing.assert_allclose(from_jax["probabilities"], from_tf["probabilities"], atol=1e-5)
