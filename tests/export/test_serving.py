@@ -151,7 +151,7 @@ def test_signatures_cli_warmup_and_edge_batches(tmp_path, preprocessor):
     assert serving(text=tf.constant([b"bad \xff\xfe bytes"]))["label_id"].shape == (1,)
     by_ids = tf.saved_model.load(str(target)).signatures["serve_token_ids"]
     features = preprocessor(["a fine day"])
-    out = by_ids(**{k: tf.constant(v) for k, v in features.items()})
+    out = by_ids(**{k: tf.cast(v, tf.int32) for k, v in features.items()})
     np.testing.assert_allclose(out["probabilities"].numpy(), serving(text=tf.constant(["a fine day"]))["probabilities"].numpy(), atol=1e-6)
 
 
