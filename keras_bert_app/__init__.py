@@ -28,6 +28,8 @@ _PUBLIC = {
     "pretraining_dataset": "keras_bert_app.data.pretraining_records",
     "dynamic_pretraining_dataset": "keras_bert_app.data.dynamic_pretraining",
     "export_for_serving": "keras_bert_app.export.serving",
+    "create_optimizer": "keras_bert_app.training.optimizer",
+    "create_distribution": "keras_bert_app.training.distribution",
 }
 
 

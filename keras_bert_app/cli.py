@@ -19,12 +19,29 @@ COMMANDS = {
     "finetune": ("keras_bert_app.training.finetune", "fine-tune on GLUE, SWAG, NER, SQuAD or your own CSV"),
     "evaluate": ("keras_bert_app.evaluation.evaluate_command", "evaluate predictions or a fine-tuned model"),
     "predict": ("keras_bert_app.training.predict", "predict with a fine-tuned model (JSON lines out)"),
-    "extract-features": ("keras_bert_app.models.extract_features", "per-token features from chosen layers"),
+    "extract-features": ("keras_bert_app.training.extract_features", "per-token features from chosen layers"),
     "export": ("keras_bert_app.export.export_command", "export a SavedModel for TF Serving"),
     "convert": ("keras_bert_app.convert.convert_command", "convert Google, HF or keras-hub checkpoints"),
     "bench": ("keras_bert_app.training.bench", "run the benchmarks against keras-hub and HF"),
     "quickstart": ("keras_bert_app.quickstart", "the whole paper at small scale on built-in data"),
 }
+
+# `keras-bert-app COMMAND VARIANT ...` served by another module:
+# (command, variant) -> (module, add-arguments function, run function)
+VARIANTS = {
+    ("evaluate", "squad"): ("keras_bert_app.evaluation.squad_evaluate", "add_squad_arguments", "run_squad"),
+    ("predict", "squad"): ("keras_bert_app.training.finetune_squad", "add_predict_arguments", "run_predict"),
+}
+
+
+def _run_variant(command, variant, argv):
+    module_name, add_name, run_name = VARIANTS[(command, variant)]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"keras-bert-app {command} {variant}")
+    getattr(module, add_name)(parser)
+    args = parser.parse_args(argv)
+    args.command = f"{command} {variant}"
+    return getattr(module, run_name)(args)
 
 
 def _available():

@@ -277,7 +277,7 @@ def pretraining_dataset(
         tf.data.TFRecordDataset,
         cycle_length=min(len(files), 8) if shuffle else 1,
         num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=not shuffle,
+        deterministic=True,  # a resumed run must see the same record order
     )
     if num_shards is not None and not shard_by_file:
         dataset = dataset.shard(num_shards, shard_index)

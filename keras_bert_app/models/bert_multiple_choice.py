@@ -1,0 +1,143 @@
+"""BertMultipleChoice: one score per choice from [CLS], softmax over choices (SWAG)."""
+
+import keras
+from keras import ops
+
+from keras_bert_app.models.bert_classifier import default_optimizer
+from keras_bert_app.models.bert_classifier import save_task_preset
+from keras_bert_app.models.bert_classifier import task_from_preset
+from keras_bert_app.models.bert_encoder import INPUT_NAMES
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_app")
+class BertMultipleChoice(keras.Model):
+    """BERT scoring `num_choices` (context, ending) pairs, as for SWAG.
+
+    Section 4.4 of Devlin et al. 2018: each choice is packed as
+    `[CLS] context [SEP] ending [SEP]`; the only new parameter is a vector
+    whose dot product with the pooled [CLS] output scores the choice; a
+    softmax over the choices (in the loss, from logits) picks one.
+
+    Args:
+        encoder: `keras_bert_app.BertEncoder`.
+        num_choices: int. Choices per example (4 for SWAG).
+        dropout: float. Dropout on the pooled output.
+
+    Inputs: the encoder's keys, int tensors [batch, num_choices, seq].
+    Output: float logits [batch, num_choices].
+
+    Example:
+    ```python
+    import keras_bert_app as kba
+
+    model = kba.BertMultipleChoice.from_preset("bert_tiny_uncased", num_choices=4, load_weights=False)
+    model.compile(learning_rate=2e-5, total_steps=1000)
+    ```
+    """
+
+    def __init__(self, encoder, num_choices, dropout=0.1, dtype=None, **kwargs):
+        if int(num_choices) < 2:
+            raise ValueError(f"BertMultipleChoice: num_choices must be >= 2; got {num_choices}.")
+        # === Layers ===
+        flatten = _FlattenChoices(dtype=dtype, name="flatten_choices")
+        head_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="choice_dropout")
+        score_dense = keras.layers.Dense(
+            1,
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=encoder.initializer_range
+            ),
+            dtype=dtype,
+            name="choice_score",
+        )
+        to_choices = _SplitChoices(num_choices, dtype=dtype, name="choice_logits")
+
+        # === Functional Model ===
+        inputs = {
+            name: keras.Input(shape=(num_choices, None), dtype="int32", name=name)
+            for name in INPUT_NAMES
+        }
+        flat_inputs = {name: flatten(inputs[name]) for name in INPUT_NAMES}  # (batch * choices, seq)
+        pooled_output = encoder(flat_inputs)["pooled_output"]  # (batch * choices, hidden)
+        scores = score_dense(head_dropout(pooled_output))  # (batch * choices, 1)
+        logits = to_choices(scores)  # (batch, choices)
+        super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.num_choices = int(num_choices)
+        self.dropout = dropout
+
+    def compile(
+        self,
+        optimizer="auto",
+        loss="auto",
+        metrics="auto",
+        *,
+        learning_rate=5e-5,
+        total_steps=None,
+        warmup_ratio=0.1,
+        **kwargs,
+    ):
+        """Compile with the paper's defaults: AdamW with warmup + linear decay
+        (see `BertClassifier.compile`), cross-entropy over choices, accuracy."""
+        if optimizer == "auto":
+            optimizer = default_optimizer(learning_rate, total_steps, warmup_ratio)
+        if loss == "auto":
+            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        if metrics == "auto":
+            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def get_config(self):
+        return {
+            "encoder": keras.layers.serialize(self.encoder),
+            "num_choices": self.num_choices,
+            "dropout": self.dropout,
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **kwargs):
+        """Build from a preset (see `BertClassifier.from_preset`); `num_choices` in kwargs."""
+        return task_from_preset(cls, preset, load_weights, kwargs)
+
+    def save_to_preset(self, preset_dir, label_names=None):
+        """Write the encoder preset, `task.weights.h5` and a "task" config entry."""
+        head_config = {"num_choices": self.num_choices, "dropout": self.dropout}
+        return save_task_preset(self, preset_dir, head_config, label_names)
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_app")
+class _FlattenChoices(keras.layers.Layer):
+    """[batch, choices, seq] -> [batch * choices, seq]."""
+
+    def call(self, inputs):
+        return ops.reshape(inputs, (-1, ops.shape(inputs)[-1]))
+
+    def compute_output_shape(self, input_shape):
+        return (None, input_shape[-1])
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_app")
+class _SplitChoices(keras.layers.Layer):
+    """[batch * choices, 1] -> [batch, choices]."""
+
+    def __init__(self, num_choices, **kwargs):
+        super().__init__(**kwargs)
+        self.num_choices = num_choices
+
+    def call(self, inputs):
+        return ops.reshape(inputs, (-1, self.num_choices))
+
+    def compute_output_shape(self, input_shape):
+        return (None, self.num_choices)
+
+    def get_config(self):
+        return {**super().get_config(), "num_choices": self.num_choices}

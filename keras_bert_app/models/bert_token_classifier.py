@@ -1,0 +1,113 @@
+"""BertTokenClassifier: per-token logits on the sequence output (NER)."""
+
+import keras
+
+from keras_bert_app.models.bert_classifier import default_optimizer
+from keras_bert_app.models.bert_classifier import save_task_preset
+from keras_bert_app.models.bert_classifier import task_from_preset
+
+IGNORE_LABEL = -100
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_app")
+class BertTokenClassifier(keras.Model):
+    """BERT with a dense layer on every token's final hidden state (NER).
+
+    Section 5.3 of Devlin et al. 2018: each word is labelled through the
+    representation of its first sub-token. Labels of the other positions
+    ([CLS], [SEP], padding, continuation pieces) are `IGNORE_LABEL` (-100):
+    the default loss skips them, and the data readers also give them a
+    sample weight of 0 so metrics skip them too.
+
+    Args:
+        encoder: `keras_bert_app.BertEncoder`.
+        num_classes: int. Number of tags.
+        dropout: float. Dropout on the sequence output.
+
+    Inputs: the encoder's dict of int tensors [batch, seq].
+    Output: float logits [batch, seq, num_classes].
+
+    Example:
+    ```python
+    import keras_bert_app as kba
+
+    tagger = kba.BertTokenClassifier.from_preset("bert_tiny_uncased", num_classes=9, load_weights=False)
+    tagger.compile(learning_rate=5e-5, total_steps=1000)
+    ```
+    """
+
+    def __init__(self, encoder, num_classes, dropout=0.1, dtype=None, **kwargs):
+        if int(num_classes) < 2:
+            raise ValueError(f"BertTokenClassifier: num_classes must be >= 2; got {num_classes}.")
+        # === Layers ===
+        head_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="token_dropout")
+        logits_dense = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=encoder.initializer_range
+            ),
+            dtype=dtype,
+            name="token_logits",
+        )
+
+        # === Functional Model ===
+        inputs = encoder.input
+        sequence_output = encoder(inputs)["sequence_output"]  # (batch, seq, hidden)
+        logits = logits_dense(head_dropout(sequence_output))  # (batch, seq, num_classes)
+        super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.encoder = encoder
+        self.num_classes = int(num_classes)
+        self.dropout = dropout
+
+    def compile(
+        self,
+        optimizer="auto",
+        loss="auto",
+        metrics="auto",
+        *,
+        learning_rate=5e-5,
+        total_steps=None,
+        warmup_ratio=0.1,
+        **kwargs,
+    ):
+        """Compile with the paper's defaults: AdamW with warmup + linear decay
+        (see `BertClassifier.compile`), cross-entropy that ignores label -100,
+        token accuracy (weighted by the readers' sample weights)."""
+        if optimizer == "auto":
+            optimizer = default_optimizer(learning_rate, total_steps, warmup_ratio)
+        if loss == "auto":
+            loss = keras.losses.SparseCategoricalCrossentropy(
+                from_logits=True, ignore_class=IGNORE_LABEL
+            )
+        if metrics == "auto":
+            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        super().compile(
+            optimizer=optimizer, loss=loss, weighted_metrics=metrics, **kwargs
+        )
+
+    def get_config(self):
+        return {
+            "encoder": keras.layers.serialize(self.encoder),
+            "num_classes": self.num_classes,
+            "dropout": self.dropout,
+            "name": self.name,
+            "trainable": self.trainable,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **kwargs):
+        """Build from a preset (see `BertClassifier.from_preset`); `num_classes` in kwargs."""
+        return task_from_preset(cls, preset, load_weights, kwargs)
+
+    def save_to_preset(self, preset_dir, label_names=None):
+        """Write the encoder preset, `task.weights.h5` and a "task" config entry."""
+        head_config = {"num_classes": self.num_classes, "dropout": self.dropout}
+        return save_task_preset(self, preset_dir, head_config, label_names)

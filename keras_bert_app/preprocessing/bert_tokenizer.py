@@ -1,0 +1,369 @@
+"""`BertTokenizer`: BERT's WordPiece tokenizer as TensorFlow ops."""
+
+import json
+import os
+import pathlib
+
+import keras
+import tensorflow as tf
+import tensorflow_text as tf_text
+
+from keras_bert_app import presets
+from keras_bert_app.preprocessing import bert_normalization
+from keras_bert_app.preprocessing import offsets
+from keras_bert_app.preprocessing.preprocessing_layer import PreprocessingLayer
+from keras_bert_app.preprocessing.vocabulary import SPECIAL_TOKENS
+from keras_bert_app.preprocessing.vocabulary import read_vocabulary
+from keras_bert_app.preprocessing.vocabulary import write_vocabulary
+
+SUFFIX_INDICATOR = "##"
+# Eager batches of at least this many strings are tokenized in parallel shards.
+MIN_SHARDED_BATCH = 256
+MAX_SHARDS = 8
+# The original BERT's cap on the characters of one word; longer words -> [UNK].
+MAX_INPUT_CHARS_PER_WORD = 200
+
+
+@keras.saving.register_keras_serializable(package="keras_bert_app")
+class BertTokenizer(PreprocessingLayer):
+    """BERT's WordPiece tokenizer (Devlin et al. 2018), as TensorFlow ops.
+
+    Follows the original `FullTokenizer`: text cleaning, CJK ideographs split
+    off, lower-casing plus accent stripping when `lowercase=True`, punctuation
+    splitting, then greedy longest-match-first WordPiece with `##`
+    continuation pieces; a word that cannot be decomposed, or that has more
+    than `max_input_chars_per_word` characters, becomes `[UNK]`.
+
+    It runs as TF ops (tensorflow-text's FastWordpiece underneath), so it works
+    inside `tf.data` and an exported SavedModel under every Keras backend.
+    Called on strings it returns token ids: a scalar string gives a 1-D
+    `tf.Tensor`, a batch `[batch]` a `tf.RaggedTensor` `[batch, (tokens)]`.
+
+    The ids equal HF `tokenizers.BertWordPieceTokenizer(vocab, lowercase=...,
+    strip_accents=None, clean_text=True, handle_chinese_chars=True)` with
+    `add_special_tokens=False`, except:
+    - the per-word cap: 200 characters here (the original's), 100 in HF;
+    - unassigned code points are kept (they make their word `[UNK]`), as HF
+      does; the original Python drops them;
+    - ~1,000 rare code points whose Unicode category is newer than HF's
+      Unicode 9 tables (marks, format characters and punctuation of recent
+      scripts), and CJK Extension E U+2B820..U+2B91F, which HF's copy of the
+      CJK ranges misses (tests/preprocessing/test_hf_equality.py lists them).
+
+    Bad input: empty, whitespace-only and control-only strings give no ids;
+    invalid UTF-8 is replaced by U+FFFD and dropped; emoji and symbols absent
+    from the vocabulary give `[UNK]`; very long strings are fine; a word
+    over the cap is one `[UNK]`.
+
+    Args:
+        vocabulary: str or `pathlib.Path` of a `vocab.txt`, or a list of str
+            tokens (line/list index = id). It must hold `[PAD]`, `[UNK]`,
+            `[CLS]`, `[SEP]` and `[MASK]`, have no duplicates, no empty lines.
+        lowercase: bool. Lower-case and strip accents (uncased models).
+        max_input_chars_per_word: int. Longer words become `[UNK]`.
+        dtype: "int32" or "int64", the dtype of the ids.
+
+    Example:
+    ```python
+    tokenizer = keras_bert_app.BertTokenizer.from_preset("bert_base_uncased")
+    tokenizer(["The quick brown fox."])       # <tf.RaggedTensor [[1996, 4248, 2829, 4419, 1012]]>
+    ids, starts, ends = tokenizer.tokenize_with_offsets(["naïve café"])  # UTF-8 byte offsets
+    ```
+    """
+
+    def __init__(
+        self,
+        vocabulary,
+        lowercase=True,
+        max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD,
+        dtype="int32",
+        **kwargs,
+    ):
+        if dtype not in ("int32", "int64"):
+            raise ValueError(f"BertTokenizer: dtype must be 'int32' or 'int64', got {dtype!r}")
+        super().__init__(dtype=dtype, **kwargs)
+
+        # === Vocabulary ===
+        self._vocabulary = read_vocabulary(vocabulary)
+        self._token_to_id = {token: i for i, token in enumerate(self._vocabulary)}
+        self.lowercase = bool(lowercase)
+        self.max_input_chars_per_word = int(max_input_chars_per_word)
+        if self.max_input_chars_per_word < 1:
+            raise ValueError(
+                "BertTokenizer: max_input_chars_per_word must be >= 1, got "
+                f"{max_input_chars_per_word}"
+            )
+        for token in SPECIAL_TOKENS:
+            name = token.strip("[]").lower()
+            setattr(self, f"{name}_token", token)
+            setattr(self, f"{name}_token_id", self._token_to_id[token])
+
+        # === TF resources ===
+        self._id_dtype = tf.int32 if dtype == "int32" else tf.int64
+        # The fast path: FastWordpiece splits on whitespace, punctuation and
+        # CJK ideographs itself ("end-to-end"), as BERT does. It caps words in
+        # bytes, not characters: a word of more than `cap` bytes comes out as
+        # one [UNK], and its line is redone on the exact path below.
+        self._text_wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=self._vocabulary,
+            suffix_indicator=SUFFIX_INDICATOR,
+            max_bytes_per_word=self.max_input_chars_per_word,
+            token_out_type=self._id_dtype,
+            unknown_token=self.unk_token,
+            no_pretokenization=False,
+        )
+        # The exact path (and offsets): words split from the raw text, then
+        # WordPiece per word; a word of n characters has at most 4n bytes.
+        self._max_bytes_per_word = 4 * self.max_input_chars_per_word
+        self._word_wordpiece = tf_text.FastWordpieceTokenizer(
+            vocab=self._vocabulary,
+            suffix_indicator=SUFFIX_INDICATOR,
+            max_bytes_per_word=self._max_bytes_per_word,
+            token_out_type=self._id_dtype,
+            unknown_token=self.unk_token,
+            no_pretokenization=True,
+        )
+        self._vocabulary_tensor = tf.constant(self._vocabulary)
+        # Eager calls run one compiled graph instead of op by op, a large
+        # batch split in shards that run in parallel (one per CPU core).
+        strings = [tf.TensorSpec([None], tf.string)]
+        self._tokenize_graph = tf.function(
+            self._tokenize_sharded, input_signature=strings, autograph=False
+        )
+        self._tokenize_with_offsets_graph = tf.function(
+            self._tokenize_with_offsets_batch, input_signature=strings, autograph=False
+        )
+
+    # === Vocabulary lookups (Python) ===
+    def vocabulary_size(self):
+        """The number of tokens in the vocabulary."""
+        return len(self._vocabulary)
+
+    def get_vocabulary(self):
+        """The tokens, in id order (a copy)."""
+        return list(self._vocabulary)
+
+    def id_to_token(self, id):
+        """The token of an integer id."""
+        id = int(id)
+        if not 0 <= id < len(self._vocabulary):
+            raise ValueError(
+                f"id {id} is out of range for a vocabulary of {len(self._vocabulary)} tokens"
+            )
+        return self._vocabulary[id]
+
+    def token_to_id(self, token):
+        """The id of a token (a str in the vocabulary)."""
+        if token not in self._token_to_id:
+            raise ValueError(f"token {token!r} is not in the vocabulary")
+        return self._token_to_id[token]
+
+    # === Tokenization (TF ops) ===
+    def call(self, inputs):
+        return self.tokenize(inputs)
+
+    def tokenize(self, inputs):
+        """Strings -> token ids.
+
+        Args:
+            inputs: str, list of str, or tf.string tensor of any rank.
+
+        Returns:
+            `tf.Tensor` [(tokens)] for a scalar; otherwise `tf.RaggedTensor`
+            [..., (tokens)] with one more (ragged) dimension than `inputs`.
+        """
+        eager = tf.executing_eagerly()
+        with tf.device("cpu"):
+            return _map_over_strings(
+                self._tokenize_graph if eager else self._tokenize_batch, inputs
+            )
+
+    def tokenize_with_offsets(self, inputs):
+        """Strings -> (token ids, start offsets, end offsets).
+
+        Offsets are UTF-8 byte offsets into each input string (start
+        inclusive, end exclusive), so `text.encode()[start:end]` is the
+        original text of a token; for a `[UNK]` word it is the whole word,
+        and characters dropped by cleaning (controls) or by accent stripping
+        are inside or between the spans. `byte_to_char_offsets` converts to
+        character (code point) offsets. Invalid UTF-8 is first replaced by
+        U+FFFD, and offsets then refer to that repaired string.
+
+        Returns:
+            (ids, starts, ends): same shapes as `tokenize(inputs)`; the
+            offsets are int64.
+        """
+        eager = tf.executing_eagerly()
+        fn = self._tokenize_with_offsets_graph if eager else self._tokenize_with_offsets_batch
+        with tf.device("cpu"):
+            return _map_over_strings(fn, inputs, num_outputs=3)
+
+    # --- the fast path ---
+    def _tokenize_sharded(self, text):
+        # text: [batch] tf.string -> ids [batch, (tokens)]
+        num_shards = min(os.cpu_count() or 1, MAX_SHARDS)
+        if num_shards == 1:
+            return self._tokenize_batch(text)
+
+        def sharded():
+            size = tf.shape(text, out_type=tf.int64)[0]
+            bounds = [size * i // num_shards for i in range(num_shards + 1)]
+            shards = [
+                self._tokenize_batch(text[start:stop])
+                for start, stop in zip(bounds[:-1], bounds[1:])
+            ]
+            return tf.concat(shards, axis=0)
+
+        return tf.cond(
+            tf.size(text) >= MIN_SHARDED_BATCH, sharded, lambda: self._tokenize_batch(text)
+        )
+
+    def _tokenize_batch(self, text):
+        # text: [batch] tf.string -> ids [batch, (tokens)]
+        text = bert_normalization.valid_utf8(text)
+        normalized = bert_normalization.normalize(text, self.lowercase)
+        ids, starts, ends = self._text_wordpiece.tokenize_with_offsets(normalized)
+        # A word over `cap` bytes came out as [UNK]; redo its row exactly.
+        long_unknown = (ids.flat_values == self.unk_token_id) & (
+            ends.flat_values - starts.flat_values > self.max_input_chars_per_word
+        )
+        return tf.cond(
+            tf.reduce_any(long_unknown),
+            lambda: self._redo_rows(ids, text, ids.with_flat_values(long_unknown)),
+            lambda: ids,
+        )
+
+    def _redo_rows(self, ids, text, long_unknown):
+        redo = tf.reduce_any(long_unknown, axis=1)  # [batch]
+        redo_rows = tf.where(redo)[:, 0]
+        keep_rows = tf.where(~redo)[:, 0]
+        exact_ids, _, _ = self._tokenize_with_offsets_batch(tf.gather(text, redo_rows))
+        stacked = tf.concat([tf.gather(ids, keep_rows), exact_ids], axis=0)
+        order = tf.argsort(tf.concat([keep_rows, redo_rows], axis=0))
+        return tf.gather(stacked, order)
+
+    # --- the exact path, with offsets ---
+    def _tokenize_with_offsets_batch(self, text):
+        # text: [batch] tf.string -> ids, starts, ends [batch, (tokens)]
+        text = bert_normalization.valid_utf8(text)
+        words, word_starts, _ = bert_normalization.split_words_with_offsets(
+            text, self.lowercase
+        )  # [batch, (words)], on the raw text
+        raw = words.flat_values  # [words]
+        normalized = bert_normalization.normalize(raw, self.lowercase)
+        pieces, starts, ends = self._word_pieces_with_offsets(normalized)  # [words, (pieces)]
+        starts, ends = offsets.normalized_to_raw_offsets(
+            raw, normalized, starts, ends, self.lowercase
+        )
+        word_of_piece = pieces.value_rowids()
+        base = tf.gather(word_starts.flat_values, word_of_piece)
+        starts = starts.with_flat_values(base + starts.flat_values)
+        ends = ends.with_flat_values(base + ends.flat_values)
+        return tuple(
+            words.with_flat_values(x).merge_dims(1, 2) for x in (pieces, starts, ends)
+        )
+
+    def _word_pieces_with_offsets(self, words):
+        # words: [words] normalised -> ids, starts, ends [words, (pieces)]
+        too_long = tf.strings.length(words, unit="UTF8_CHAR") > self.max_input_chars_per_word
+        # Over max_bytes_per_word: FastWordpiece makes it one [UNK].
+        too_long_word = "x" * (self._max_bytes_per_word + 1)
+        ids, starts, ends = self._word_wordpiece.tokenize_with_offsets(
+            tf.where(too_long, too_long_word, words)
+        )
+        rows = ids.value_rowids()
+        word_bytes = tf.cast(tf.strings.length(words), ends.dtype)
+        ends = ends.with_flat_values(
+            tf.where(tf.gather(too_long, rows), tf.gather(word_bytes, rows), ends.flat_values)
+        )
+        return ids, starts, ends
+
+    def tokenize_as_strings(self, inputs):
+        """Strings -> token strings (like `tokenize`, with tokens for ids)."""
+        return self.ids_to_tokens(self.tokenize(inputs))
+
+    def ids_to_tokens(self, ids):
+        """Token ids (tensor or ragged, any rank) -> the token strings, same shape."""
+        if isinstance(ids, (list, tuple)):
+            ids = tf.ragged.constant(ids)
+        if isinstance(ids, tf.RaggedTensor):
+            return ids.with_flat_values(tf.gather(self._vocabulary_tensor, ids.flat_values))
+        return tf.gather(self._vocabulary_tensor, ids)
+
+    def detokenize(self, ids):
+        """Token ids [..., tokens] -> text [...]: tokens joined by spaces, "##" merged.
+
+        The inverse of `tokenize` up to normalisation: lower-casing, accents,
+        spacing around punctuation and `[UNK]` are not undone.
+        """
+        tokens = self.ids_to_tokens(ids)
+        text = tf.strings.reduce_join(tokens, axis=-1, separator=" ")
+        return tf.strings.regex_replace(text, " " + SUFFIX_INDICATOR, "")
+
+    # === Config and presets ===
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary": self.get_vocabulary(),
+                "lowercase": self.lowercase,
+                "max_input_chars_per_word": self.max_input_chars_per_word,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_preset(cls, name_or_path, **kwargs):
+        """The tokenizer of a built-in preset name or a preset folder.
+
+        Uses the preset's `vocab.txt` and `config.json["tokenizer"]["lowercase"]`;
+        `kwargs` override (e.g. `max_input_chars_per_word`).
+        """
+        config = presets.read_config(name_or_path).get("tokenizer", {})
+        kwargs.setdefault("lowercase", bool(config.get("lowercase", True)))
+        if "max_input_chars_per_word" in config:
+            kwargs.setdefault("max_input_chars_per_word", int(config["max_input_chars_per_word"]))
+        return cls(vocabulary=presets.vocabulary_path(name_or_path), **kwargs)
+
+    def save_to_preset(self, path):
+        """Write `vocab.txt` and the "tokenizer" entry of `config.json` in `path`.
+
+        Other keys of an existing `config.json` are kept.
+        """
+        folder = pathlib.Path(path)
+        folder.mkdir(parents=True, exist_ok=True)
+        write_vocabulary(self._vocabulary, folder / presets.VOCABULARY_FILE)
+        config_path = folder / presets.CONFIG_FILE
+        config = {}
+        if config_path.is_file():
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+        config["tokenizer"] = {
+            "vocabulary": presets.VOCABULARY_FILE,
+            "lowercase": self.lowercase,
+        }
+        if self.max_input_chars_per_word != MAX_INPUT_CHARS_PER_WORD:
+            config["tokenizer"]["max_input_chars_per_word"] = self.max_input_chars_per_word
+        config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        return folder
+
+
+def _map_over_strings(fn, inputs, num_outputs=1):
+    """Apply `fn` ([batch] strings -> ragged [batch, (...)], or a tuple of
+    `num_outputs` of them) to strings of any rank."""
+    single = num_outputs == 1
+    apply = (lambda x: (fn(x),)) if single else fn
+    if isinstance(inputs, tf.RaggedTensor):
+        outputs = tuple(inputs.with_flat_values(y) for y in apply(inputs.flat_values))
+    else:
+        inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
+        rank = inputs.shape.rank
+        if rank is None:
+            raise ValueError("BertTokenizer: the input strings must have a known rank")
+        if rank == 0:  # one row: its values are the row
+            outputs = tuple(y.flat_values for y in apply(tf.reshape(inputs, [1])))
+        elif rank == 1:
+            outputs = apply(inputs)
+        else:
+            ragged = tf.RaggedTensor.from_tensor(inputs, ragged_rank=rank - 1)
+            outputs = tuple(ragged.with_flat_values(y) for y in apply(ragged.flat_values))
+    return outputs[0] if single else outputs

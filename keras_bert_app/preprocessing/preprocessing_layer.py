@@ -1,0 +1,34 @@
+"""`PreprocessingLayer`: a Keras layer that runs TF string/ragged ops on any backend."""
+
+import keras
+
+
+class PreprocessingLayer(keras.layers.Layer):
+    """Base of the text preprocessing layers (tokenizer, packer, preprocessor).
+
+    Their inputs are strings or ragged ids, which no backend but TensorFlow
+    can hold, so Keras must neither convert them nor build on them: a call
+    with real data goes straight to `call` and returns TF tensors (inside
+    tf.data or a tf.function) whatever the Keras backend.
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
+        self.built = True
+
+    def __call__(self, *args, **kwargs):
+        if any(_is_symbolic(x) for x in args):
+            return super().__call__(*args, **kwargs)
+        return self.call(*args, **kwargs)
+
+    def get_build_config(self):
+        return None
+
+
+def _is_symbolic(x):
+    """A KerasTensor, or a tuple of them (segments); lists of str are not scanned."""
+    if isinstance(x, tuple):
+        return any(isinstance(item, keras.KerasTensor) for item in x)
+    return isinstance(x, keras.KerasTensor)

@@ -1,0 +1,1 @@
+"""Training: BERT's optimizer and schedule, distribution, callbacks, pretraining."""

@@ -1,0 +1,104 @@
+import json
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_app.models.bert_classifier import BertClassifier
+from keras_bert_app.models.bert_encoder import BertEncoder
+
+pytestmark = pytest.mark.all_backends
+
+
+def tiny_encoder(dropout=0.0):
+    return BertEncoder(
+        vocabulary_size=100, num_layers=2, num_heads=2, hidden_dim=16,
+        intermediate_dim=32, max_sequence_length=64, dropout=dropout,
+    )
+
+
+def batch(batch_size=4, seq=10, seed=0):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, 100, size=(batch_size, seq)).astype("int32")
+    mask = np.ones_like(ids)
+    mask[:, seq - 3:] = 0
+    ids[mask == 0] = 0
+    segments = np.zeros_like(ids)
+    segments[:, seq // 2:] = 1
+    return {"token_ids": ids, "segment_ids": segments * mask, "padding_mask": mask}
+
+
+def test_logits_equal_dense_on_pooled_output():
+    encoder = tiny_encoder()
+    model = BertClassifier(encoder, num_classes=3, dropout=0.0)
+    x = batch()
+    logits = keras.ops.convert_to_numpy(model(x))
+    assert logits.shape == (4, 3)
+    pooled = keras.ops.convert_to_numpy(encoder(x)["pooled_output"])
+    kernel, bias = (keras.ops.convert_to_numpy(w) for w in model.get_layer("logits").weights)
+    np.testing.assert_allclose(logits, pooled @ kernel + bias, atol=1e-5)
+    # Variable sequence lengths go through the same model.
+    assert tuple(model(batch(seq=7)).shape) == (4, 3)
+
+
+def test_fit_overfits_one_batch():
+    model = BertClassifier(tiny_encoder(), num_classes=2, dropout=0.0)
+    x = batch(batch_size=8, seq=8)
+    y = np.array([0, 1] * 4, dtype="int32")
+    model.compile(learning_rate=1e-2)
+    history = model.fit(x, y, epochs=12, batch_size=8, verbose=0)
+    assert history.history["loss"][-1] < 0.5 * history.history["loss"][0]
+
+
+def test_regression_uses_mean_squared_error():
+    model = BertClassifier(tiny_encoder(), num_classes=1)
+    model.compile()
+    assert isinstance(model.loss, keras.losses.MeanSquaredError)
+    x = batch()
+    y = np.linspace(0, 5, 4).astype("float32")[:, None]
+    logs = model.evaluate(x, y, verbose=0, return_dict=True)
+    predictions = keras.ops.convert_to_numpy(model.predict(x, verbose=0))
+    np.testing.assert_allclose(logs["loss"], np.mean((predictions - y) ** 2), rtol=1e-4)
+
+
+def test_keras_save_and_load(tmp_path):
+    model = BertClassifier(tiny_encoder(), num_classes=3)
+    x = batch()
+    expected = keras.ops.convert_to_numpy(model.predict(x, verbose=0))
+    path = tmp_path / "classifier.keras"
+    model.save(path)
+    restored = keras.models.load_model(path)
+    assert isinstance(restored, BertClassifier)
+    assert restored.get_config()["num_classes"] == 3
+    np.testing.assert_allclose(restored.predict(x, verbose=0), expected, atol=1e-5)
+
+
+def test_config_round_trip():
+    model = BertClassifier(tiny_encoder(), num_classes=4, dropout=0.2)
+    clone = BertClassifier.from_config(model.get_config())
+    assert clone.num_classes == 4 and clone.dropout == 0.2
+    assert clone.encoder.get_config() == model.encoder.get_config()
+
+
+def test_save_to_preset_and_from_preset(tmp_path):
+    model = BertClassifier(tiny_encoder(), num_classes=3)
+    x = batch()
+    expected = keras.ops.convert_to_numpy(model.predict(x, verbose=0))
+    folder = model.save_to_preset(tmp_path / "run", label_names=["a", "b", "c"])
+    config = json.loads((folder / "config.json").read_text())
+    assert config["task"]["class_name"] == "BertClassifier"
+    assert config["task"]["config"]["num_classes"] == 3
+    assert config["task"]["label_names"] == ["a", "b", "c"]
+    restored = BertClassifier.from_preset(folder)
+    np.testing.assert_allclose(restored.predict(x, verbose=0), expected, atol=1e-5)
+    # A different head keeps the fine-tuned encoder and starts a new head.
+    other = BertClassifier.from_preset(folder, num_classes=5)
+    assert tuple(other(x).shape) == (4, 5)
+    np.testing.assert_allclose(
+        other.encoder.pooler.weights[0], model.encoder.pooler.weights[0]
+    )
+
+
+def test_bad_num_classes():
+    with pytest.raises(ValueError, match="num_classes"):
+        BertClassifier(tiny_encoder(), num_classes=0)

@@ -1,0 +1,92 @@
+"""BERT's optimizer: the schedule step by step, weight decay variable by variable, AdamW vs NumPy."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_app.training.optimizer import create_optimizer
+from keras_bert_app.training.schedules import WarmupLinearDecay
+
+pytestmark = pytest.mark.all_backends
+
+
+def test_schedule_warms_up_then_decays_linearly_to_zero():
+    peak, total, warmup = 1e-3, 20, 5
+    schedule = WarmupLinearDecay(peak, total_steps=total, warmup_steps=warmup)
+    for step in range(total + 3):
+        # The original optimization.py: warmup line below warmup_steps, else polynomial (power 1) decay.
+        expected = peak * step / warmup if step < warmup else peak * max(0.0, 1 - step / total)
+        np.testing.assert_allclose(float(schedule(step)), expected, rtol=1e-6, atol=1e-12, err_msg=f"step {step}")
+
+
+def test_schedule_rejects_bad_steps():
+    with pytest.raises(ValueError, match="warmup_steps must be in"):
+        WarmupLinearDecay(1e-4, total_steps=10, warmup_steps=11)
+    with pytest.raises(ValueError, match="Unknown optimizer 'sgd'"):
+        create_optimizer(1e-4, 10, 1, name="sgd")
+
+
+def _pretrainer():
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app.models.bert_pretrainer import BertPretrainer
+
+    return BertPretrainer(
+        BertEncoder(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=8,
+                    intermediate_dim=16, max_sequence_length=16, dropout=0.0)
+    )
+
+
+@pytest.mark.parametrize("name", ["adamw", "lamb"])
+def test_weight_decay_skips_layer_norm_and_bias_variable_by_variable(name):
+    model = _pretrainer()
+    variables = model.trainable_variables
+    before = [np.array(keras.ops.convert_to_numpy(v)) for v in variables]
+    learning_rate, decay = 0.1, 0.01
+    optimizer = create_optimizer(learning_rate, total_steps=10, warmup_steps=0, weight_decay=decay, name=name)
+    # Zero gradients: the Adam/LAMB update is 0, only the decoupled decay moves a variable.
+    optimizer.apply([keras.ops.zeros(tuple(v.shape)) for v in variables], variables)
+    decayed = set()
+    for variable, old in zip(variables, before):
+        new = keras.ops.convert_to_numpy(variable)
+        excluded = variable.name in ("gamma", "beta", "bias", "output_bias")
+        expected = old if excluded else old * (1 - learning_rate * decay)
+        np.testing.assert_allclose(new, expected, rtol=1e-6, atol=1e-7, err_msg=variable.path)
+        if not excluded:
+            decayed.add(variable.name)
+    assert decayed == {"kernel", "embeddings", "position_embeddings"}
+
+
+def test_adamw_steps_match_numpy_with_global_norm_clipping_and_schedule():
+    variable = keras.Variable(np.array([[1.0, -2.0], [0.5, 3.0]], "float32"), name="kernel")
+    optimizer = create_optimizer(0.1, total_steps=4, warmup_steps=2, weight_decay=0.01)
+    gradients = [np.array([[3.0, 4.0], [0.0, 0.0]]), np.array([[0.1, 0.0], [0.0, 0.2]]), np.array([[-6.0, 8.0], [0.0, 0.0]])]
+    value = variable.numpy() if hasattr(variable, "numpy") else np.array(keras.ops.convert_to_numpy(variable))
+    value = np.array(value, "float64")
+    m = np.zeros_like(value)
+    v = np.zeros_like(value)
+    for step, gradient in enumerate(gradients):
+        optimizer.apply([keras.ops.convert_to_tensor(gradient.astype("float32"))], [variable])
+        norm = np.sqrt((gradient**2).sum())
+        gradient = gradient * min(1.0, 1.0 / norm)  # global norm 1.0
+        lr = 0.1 * step / 2 if step < 2 else 0.1 * (1 - step / 4)
+        value = value - lr * 0.01 * value  # decoupled weight decay
+        m = 0.9 * m + 0.1 * gradient
+        v = 0.999 * v + 0.001 * gradient**2
+        t = step + 1
+        alpha = lr * np.sqrt(1 - 0.999**t) / (1 - 0.9**t)
+        value = value - alpha * m / (np.sqrt(v) + 1e-6)
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(variable), value, rtol=1e-5, atol=1e-6, err_msg=f"step {step}")
+
+
+def test_gradient_accumulation_updates_every_n_batches_with_the_schedule_in_updates():
+    variable = keras.Variable(np.ones((2,), "float32"), name="kernel")
+    optimizer = create_optimizer(0.1, total_steps=4, warmup_steps=0, weight_decay=0.0, accumulation_steps=2)
+    values = []
+    for _ in range(4):
+        optimizer.apply([keras.ops.ones((2,))], [variable])
+        values.append(np.array(keras.ops.convert_to_numpy(variable)))
+    np.testing.assert_array_equal(values[0], np.ones(2))  # accumulating
+    assert not np.allclose(values[1], values[0])  # first update
+    np.testing.assert_array_equal(values[2], values[1])
+    assert int(keras.ops.convert_to_numpy(optimizer.iterations)) == 2
+    assert optimizer.get_config()["learning_rate"]["config"]["total_steps"] == 8

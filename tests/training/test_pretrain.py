@@ -1,0 +1,208 @@
+"""The `pretrain` command: a tiny run end to end, kill -9 and resume, bad input."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+SEQ_LENGTH = 16
+PREDICTIONS = 4
+VOCABULARY_SIZE = 100
+TINY_ENCODER = dict(
+    vocabulary_size=VOCABULARY_SIZE, num_layers=1, num_heads=2, hidden_dim=8,
+    intermediate_dim=16, max_sequence_length=32, dropout=0.0,
+)
+
+
+def _write_records(path, count, seed=0, feature_names=None):
+    import tensorflow as tf
+
+    rng = np.random.default_rng(seed)
+    writer = tf.io.TFRecordWriter(str(path))
+    for _ in range(count):
+        length = int(rng.integers(8, SEQ_LENGTH + 1))
+        ids = np.zeros(SEQ_LENGTH, np.int64)
+        ids[:length] = rng.integers(5, VOCABULARY_SIZE, length)
+        positions = np.zeros(PREDICTIONS, np.int64)
+        positions[:3] = rng.choice(np.arange(1, length), 3, replace=False)
+        weights = np.array([1, 1, 1, 0], np.float32)
+        features = {
+            "input_ids": ids, "input_mask": (np.arange(SEQ_LENGTH) < length).astype(np.int64),
+            "segment_ids": (np.arange(SEQ_LENGTH) >= length // 2).astype(np.int64),
+            "masked_lm_positions": positions, "masked_lm_ids": ids[positions] * (weights > 0),
+            "masked_lm_weights": weights, "next_sentence_labels": [int(rng.integers(0, 2))],
+        }
+        if feature_names:
+            features = {feature_names.get(k, k): v for k, v in features.items()}
+        example = tf.train.Example(
+            features=tf.train.Features(
+                feature={
+                    name: tf.train.Feature(float_list=tf.train.FloatList(value=value))
+                    if name == "masked_lm_weights"
+                    else tf.train.Feature(int64_list=tf.train.Int64List(value=list(map(int, value))))
+                    for name, value in features.items()
+                }
+            )
+        )
+        writer.write(example.SerializeToString())
+    writer.close()
+
+
+@pytest.fixture(scope="module")
+def tiny_run_inputs(tmp_path_factory):
+    """A tiny preset folder with weights and a TFRecord file."""
+    import keras
+
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app import presets
+
+    root = tmp_path_factory.mktemp("pretrain_inputs")
+    preset = root / "tiny_preset"
+    keras.utils.set_random_seed(0)
+    BertEncoder(**TINY_ENCODER).save_to_preset(preset)
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"tok{i}" for i in range(VOCABULARY_SIZE - 5)]
+    (preset / "vocab.txt").write_text("\n".join(tokens) + "\n")
+    presets.write_config_entry(preset, "tokenizer", {"vocabulary": "vocab.txt", "lowercase": True})
+    _write_records(root / "data.tfrecord", 64)
+    return preset, root / "data.tfrecord"
+
+
+def _command(preset, data, output, steps=8, extra=()):
+    return [
+        "pretrain", "--preset", str(preset), "--data", str(data), "--output", str(output),
+        "--batch-size", "8", "--steps", str(steps), "--warmup-steps", "2",
+        "--learning-rate", "1e-3", "--checkpoint-every", "2", "--no-jit-compile",
+        "--strategy", "auto", "--verbose", "2", *extra,
+    ]
+
+
+def _run_cli(argv, **popen):
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""}
+    return subprocess.Popen(
+        [sys.executable, "-m", "keras_bert_app.cli", *argv], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **popen,
+    )
+
+
+def _finish(process, timeout=900):
+    log, _ = process.communicate(timeout=timeout)
+    return process.returncode, log
+
+
+def _final_weights(run_dir):
+    import h5py
+
+    values = {}
+
+    def collect(name, item):
+        if isinstance(item, h5py.Dataset):
+            values[name] = item[()]
+
+    with h5py.File(run_dir / "preset" / "model.weights.h5", "r") as file:
+        file.visititems(collect)
+    return values
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_run(tiny_run_inputs, tmp_path_factory):
+    preset, data = tiny_run_inputs
+    run_dir = tmp_path_factory.mktemp("uninterrupted") / "run"
+    code, log = _finish(_run_cli(_command(preset, data, run_dir)))
+    assert code == 0, log[-3000:]
+    return run_dir, log
+
+
+def test_a_run_writes_logs_checkpoints_and_a_loadable_preset(uninterrupted_run):
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app.models.bert_pretrainer import BertPretrainer
+
+    run_dir, log = uninterrupted_run
+    assert "tokens/s" in log and "MFU" in log
+    rows = (run_dir / "metrics.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    for column in ("loss", "mlm_loss", "nsp_loss", "mlm_accuracy", "nsp_accuracy", "tokens_per_second"):
+        assert column in header
+    assert len(rows) == 1 + 4  # 8 steps, a checkpoint every 2
+    assert any((run_dir / "logs").rglob("*tfevents*"))
+    assert json.loads((run_dir / "run_config.json").read_text())["steps"] == 8
+    encoder = BertEncoder.from_preset(run_dir / "preset")
+    pretrainer = BertPretrainer.from_preset(run_dir / "preset")
+    assert encoder.count_params() > 0 and pretrainer.next_sentence_head is not None
+
+
+def test_kill_9_mid_run_then_rerun_ends_like_an_uninterrupted_run(tiny_run_inputs, uninterrupted_run, tmp_path):
+    from keras_bert_app.training.checkpointing import list_checkpoints
+
+    preset, data = tiny_run_inputs
+    run_dir = tmp_path / "run"
+    process = _run_cli(_command(preset, data, run_dir))
+    deadline = time.time() + 900
+    while time.time() < deadline and not list_checkpoints(run_dir / "checkpoints"):
+        time.sleep(0.2)
+    assert list_checkpoints(run_dir / "checkpoints"), "no checkpoint before the deadline"
+    os.kill(process.pid, signal.SIGKILL)
+    process.communicate()
+    killed_at = list_checkpoints(run_dir / "checkpoints")[-1][0]
+    assert killed_at < 8
+
+    code, log = _finish(_run_cli(_command(preset, data, run_dir)))
+    assert code == 0, log[-3000:]
+    assert f"Resumed from step {killed_at} of 8" in log
+    assert list_checkpoints(run_dir / "checkpoints")[-1][0] == 8
+    expected = _final_weights(uninterrupted_run[0])
+    got = _final_weights(run_dir)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_rerun_of_a_finished_run_says_so(tiny_run_inputs, uninterrupted_run):
+    preset, data = tiny_run_inputs
+    code, log = _finish(_run_cli(_command(preset, data, uninterrupted_run[0])))
+    assert code == 0 and "already finished" in log
+
+
+def _error_of(argv):
+    from keras_bert_app import cli
+
+    return cli.main(argv)
+
+
+def test_bad_input_gives_one_clear_error_and_keeps_the_previous_run(tiny_run_inputs, uninterrupted_run, tmp_path, capsys):
+    preset, data = tiny_run_inputs
+    run_dir = uninterrupted_run[0]
+    before = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    cases = {
+        "no file matches": _command(preset, tmp_path / "nothing*.tfrecord", tmp_path / "a"),
+        "another configuration": _command(preset, data, run_dir, extra=("--learning-rate", "5e-4")),
+        "not a pretraining run folder": _command(preset, data, tmp_path / "occupied"),
+        "no model.weights.h5": _command(tmp_path / "empty_preset", data, tmp_path / "b"),
+        "must divide --steps": _command(preset, data, tmp_path / "c", steps=7),
+    }
+    (tmp_path / "occupied").mkdir()
+    (tmp_path / "occupied" / "notes.txt").write_text("mine")
+    (tmp_path / "empty_preset").mkdir()
+    (tmp_path / "empty_preset" / "config.json").write_text((preset / "config.json").read_text())
+    for message, argv in cases.items():
+        assert _error_of(argv) == 1
+        err = capsys.readouterr().err
+        assert message in err and err.count("\n") == 1, err
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == before
+
+
+def test_records_with_other_features_or_lengths_are_clear_errors(tiny_run_inputs, tmp_path, capsys):
+    preset, _ = tiny_run_inputs
+    renamed = tmp_path / "renamed.tfrecord"
+    _write_records(renamed, 2, feature_names={"input_ids": "token_ids"})
+    assert _error_of(_command(preset, renamed, tmp_path / "a")) == 1
+    assert "expected pretraining features" in capsys.readouterr().err
+    _, data = tiny_run_inputs
+    assert _error_of(_command(preset, data, tmp_path / "b", extra=("--max-seq-length", "32"))) == 1
+    assert "--max-seq-length is 32 but the records" in capsys.readouterr().err
