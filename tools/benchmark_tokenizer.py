@@ -42,7 +42,7 @@ def parse_args(argv=None):
     parser.add_argument("--only", choices=sorted(CONFIGS), help="run one vocabulary only")
     parser.add_argument("--vocab", help="a vocab.txt instead of the shared ones (with --lowercase/--no-lowercase)")
     parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True)
-    parser.add_argument("--repeats", type=int, default=3, help="batch timings: the median of this many")
+    parser.add_argument("--repeats", type=int, default=5, help="batch timings: the median of this many")
     parser.add_argument(
         "--single-lines", type=int, default=500,
         help="single-string timings: one call for each of the first N lines (default 500)",
@@ -51,22 +51,30 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def median_seconds(fn, repeats):
-    fn()  # warm up (graph tracing, caches)
-    times = []
+def interleaved_medians(fns, repeats):
+    """{name: (median wall s, median CPU s)}, the callables run in turn each
+    round, so that a change in machine load hits all of them alike."""
+    for fn in fns.values():
+        fn()  # warm up (graph tracing, caches)
+    times = {name: [] for name in fns}
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for name, fn in fns.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            fn()
+            times[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+    return {
+        name: (statistics.median(t[0] for t in runs), statistics.median(t[1] for t in runs))
+        for name, runs in times.items()
+    }
 
 
 def report(name, seconds, num_bytes, num_tokens):
+    wall, cpu = seconds
     print(
-        f"  {name:34s} {seconds:8.3f} s {num_bytes / seconds / 1e6:9.2f} MB/s "
-        f"{num_tokens / seconds / 1e3:10.1f} k tokens/s"
+        f"  {name:30s} {wall:8.3f} s (cpu {cpu:7.3f} s) {num_bytes / wall / 1e6:8.2f} MB/s "
+        f"{num_tokens / wall / 1e3:9.1f} k tokens/s"
     )
-    return seconds
+    return wall
 
 
 def run_config(label, vocab, lowercase, lines, args):
@@ -117,18 +125,17 @@ def run_config(label, vocab, lowercase, lines, args):
     # --- batch throughput ---
     num_bytes = sum(len(line.encode("utf-8")) for line in lines)
     print(f"  batch: {len(lines)} lines, {num_bytes / 1e6:.2f} MB, median of {args.repeats}")
-    batch = {
-        "ours": report("ours", median_seconds(lambda: ours(lines), args.repeats), num_bytes, num_tokens),
-        "HF": report(
-            "HF tokenizers (encode_batch)",
-            median_seconds(lambda: hf.encode_batch(lines, add_special_tokens=False), args.repeats),
-            num_bytes, num_tokens,
-        ),
+    fns = {
+        "ours": lambda: ours(lines),
+        "HF": lambda: hf.encode_batch(lines, add_special_tokens=False),
     }
     if keras_hub_tokenizers:
-        name = "keras-hub (TF path)"
-        kh = keras_hub_tokenizers[name]
-        batch["keras-hub"] = report(name, median_seconds(lambda: kh(lines), args.repeats), num_bytes, num_tokens)
+        fns["keras-hub"] = lambda: keras_hub_tokenizers["keras-hub (TF path)"](lines)
+    labels = {"ours": "ours", "HF": "HF tokenizers (encode_batch)", "keras-hub": "keras-hub (TF path)"}
+    batch = {
+        name: report(labels[name], seconds, num_bytes, num_tokens)
+        for name, seconds in interleaved_medians(fns, args.repeats).items()
+    }
 
     # --- single strings ---
     few = lines[: args.single_lines]
@@ -139,19 +146,16 @@ def run_config(label, vocab, lowercase, lines, args):
     def one_by_one(fn):
         return lambda: [fn(line) for line in few]
 
-    single = {
-        "ours": report("ours", median_seconds(one_by_one(ours), 1), few_bytes, few_tokens),
-        "HF": report(
-            "HF tokenizers (encode)",
-            median_seconds(one_by_one(lambda s: hf.encode(s, add_special_tokens=False)), 1),
-            few_bytes, few_tokens,
-        ),
+    fns = {
+        "ours": one_by_one(ours),
+        "HF tokenizers (encode)": one_by_one(lambda s: hf.encode(s, add_special_tokens=False)),
     }
-    if keras_hub_tokenizers:
-        single["keras-hub"] = min(
-            report(name, median_seconds(one_by_one(kh), 1), few_bytes, few_tokens)
-            for name, kh in keras_hub_tokenizers.items()
-        )
+    fns.update({name: one_by_one(kh) for name, kh in keras_hub_tokenizers.items()})
+    medians = interleaved_medians(fns, 1)
+    single = {name: report(name, seconds, few_bytes, few_tokens) for name, seconds in medians.items()}
+    single["HF"] = single.pop("HF tokenizers (encode)")
+    if keras_hub_tokenizers:  # the faster of its two ways
+        single["keras-hub"] = min(single.pop(name) for name in keras_hub_tokenizers)
 
     for mode, times in (("batch", batch), ("single-string", single)):
         ratios = ", ".join(

@@ -34,8 +34,16 @@ def run(args):
     from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 
     model, task = load_for_serving(args.model)
-    sequence_length = args.sequence_length or task.get("sequence_length") or 128
-    text_pair = args.text_pair if args.text_pair is not None else bool(task.get("text_pair", False))
+    data = task.get("data", {})  # how the finetune run read its files
+    sequence_length = args.sequence_length or data.get("sequence_length") or 128
+    if args.text_pair is not None:
+        text_pair = args.text_pair
+    elif data.get("reader") == "glue":
+        from keras_bert_app.data.glue import glue_task
+
+        text_pair = glue_task(data["glue_task"]).text_pair_column is not None
+    else:
+        text_pair = bool(data.get("text_pair_column"))
     preprocessor = BertPreprocessor.from_preset(args.model, sequence_length=sequence_length)
     target = export_for_serving(
         model,

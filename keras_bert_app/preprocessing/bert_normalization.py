@@ -22,6 +22,8 @@ import tensorflow_text as tf_text
 # Characters `clean` removes. Unassigned code points (Cn) are kept, as HF keeps
 # them (the original Python drops them); they make their word [UNK].
 REMOVED_CHARACTERS = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F\x{FFFD}\p{Cf}\p{Co}]"
+# Text that normalisation leaves alone but for ASCII lower-casing.
+PRINTABLE_ASCII = r"[\t\n\r\x20-\x7E]*"
 # Whitespace that survives cleaning: Unicode White_Space less the Cc ones.
 WHITESPACE = r"[\t\n\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
 # CJK Unified Ideographs blocks, as the original `_is_chinese_char` lists them.
@@ -61,8 +63,23 @@ def valid_utf8(text):
 def normalize(text, lowercase):
     """Steps 1 and 3 on tf.string text of any shape (whitespace is kept).
 
-    `text` must be valid UTF-8 (see `valid_utf8`).
+    `text` must be valid UTF-8 (see `valid_utf8`). Strings of printable
+    ASCII (most of English text) take a short cut: only ASCII lower-casing.
     """
+    flat = tf.reshape(text, [-1])
+    plain = tf.strings.regex_full_match(flat, PRINTABLE_ASCII)
+    plain_rows = tf.cast(tf.where(plain)[:, 0], tf.int32)
+    other_rows = tf.cast(tf.where(~plain)[:, 0], tf.int32)
+    plain_text = tf.gather(flat, plain_rows)
+    if lowercase:
+        plain_text = tf.strings.lower(plain_text)
+    other_text = normalize_unicode(tf.gather(flat, other_rows), lowercase)
+    normalized = tf.dynamic_stitch([plain_rows, other_rows], [plain_text, other_text])
+    return tf.reshape(normalized, tf.shape(text))
+
+
+def normalize_unicode(text, lowercase):
+    """`normalize` for any valid UTF-8 text, without the ASCII short cut."""
     text = tf.strings.regex_replace(text, REMOVED_CHARACTERS, "")
     if not lowercase:
         return text

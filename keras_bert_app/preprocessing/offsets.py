@@ -69,7 +69,7 @@ def normalized_to_raw_offsets(raw, normalized, starts, ends, lowercase):
     """
     aligned = tf.equal(raw, normalized)
     if lowercase:
-        aligned |= tf.strings.regex_full_match(raw, r"[\x20-\x7E]*")
+        aligned |= tf.strings.regex_full_match(raw, bert_normalization.PRINTABLE_ASCII)
     moved_words = tf.where(~aligned)[:, 0]
     moved_pieces = tf.where(~tf.gather(aligned, starts.value_rowids()))
     chars = tf.strings.unicode_split(tf.gather(raw, moved_words), "UTF-8")  # [moved, (chars)]
