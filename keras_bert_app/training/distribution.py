@@ -131,6 +131,7 @@ def _auto(backend, tpu_address):
 def _tpu(tpu_address):
     import tensorflow as tf
 
+    _check_tpu_reachable(tpu_address)
     try:
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu_address or "")
         tf.config.experimental_connect_to_cluster(resolver)
@@ -143,6 +144,26 @@ def _tpu(tpu_address):
         ) from None
     strategy = tf.distribute.TPUStrategy(resolver)
     return TrainingDistribution("tpu", strategy.num_replicas_in_sync, strategy=strategy)
+
+
+def _check_tpu_reachable(tpu_address, timeout_seconds=10):
+    """Fail fast where TF's connect would wait: no local TPU, or a dead grpc address."""
+    address = tpu_address or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR") or ""
+    advice = "On Colab pick a TPU runtime; on Cloud pass --tpu NAME; or use another --strategy."
+    if not address:
+        local = [path for path in ("/dev/accel0", "/dev/vfio/0") if os.path.exists(path)]
+        if not local:
+            raise ValueError(f"No TPU found on this machine (no TPU device, no TPU_NAME). {advice}")
+        return
+    target = address[len("grpc://"):] if address.startswith("grpc://") else address
+    host, _, port = target.rpartition(":")
+    if host and port.isdigit():
+        import socket
+
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout_seconds).close()
+        except OSError as error:
+            raise ValueError(f"No TPU found at {address!r}: {error}. {advice}") from None
 
 
 def _mirrored():

@@ -161,6 +161,7 @@ def test_vocabulary_mismatch_is_refused(tmp_path, preprocessor):
         export_for_serving(model, tmp_path / "export", preprocessor)
 
 
+@pytest.mark.large
 def test_jax_export_equals_tensorflow_export(tmp_path, preprocessor):
     pytest.importorskip("jax")
     keras.utils.set_random_seed(3)

@@ -86,12 +86,14 @@ def test_mirrored_over_two_cpus_matches_single_device(single_tf, tmp_path):
     _assert_same_training(result, single_tf)
 
 
+@pytest.mark.large
 def test_multi_worker_mirrored_two_local_workers_matches_single_device(single_tf, tmp_path):
     result = _run_workers("multi_worker", "tensorflow", tmp_path, num_workers=2)
     assert result["num_replicas"] == 2
     _assert_same_training(result, single_tf)
 
 
+@pytest.mark.large
 @pytest.mark.parametrize("mode", ["data_parallel", "model_parallel"])
 def test_jax_distribution_over_two_host_devices_matches_single_device(mode, tmp_path):
     pytest.importorskip("jax")
@@ -131,8 +133,10 @@ def test_asking_for_a_tpu_without_one_is_one_clear_error(backend):
         pytest.skip("tf.distribute strategies need the TensorFlow backend")
     from keras_bert_app.training.distribution import create_distribution
 
-    with pytest.raises(ValueError, match="No TPU found"):
+    with pytest.raises(ValueError, match="No TPU found at 'grpc://127.0.0.1:1'"):
         create_distribution("tpu", tpu_address="grpc://127.0.0.1:1")
+    with pytest.raises(ValueError, match="No TPU found on this machine"):
+        create_distribution("tpu")
 
 
 # --- worker (this file run as a script) ---

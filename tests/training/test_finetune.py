@@ -54,6 +54,7 @@ def run_cli(argv, capsys):
     return code, captured.out, captured.err
 
 
+@pytest.mark.large
 def test_swag_trains_evaluates_predicts(tmp_path, tiny_preset, capsys):
     train = tmp_path / "train.csv"
     train.write_text("\n".join([SWAG_HEADER, *SWAG_ROWS]) + "\n", encoding="utf-8")

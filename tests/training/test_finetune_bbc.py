@@ -13,6 +13,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.mark.large
 def test_minilm_on_bbc_news_beats_chance(tmp_path):
     from keras_bert_app import cli
     from keras_bert_app.convert import detect

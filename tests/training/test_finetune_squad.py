@@ -57,7 +57,7 @@ def parse(add_arguments, argv):
     return parser.parse_args([str(value) for value in argv])
 
 
-@pytest.mark.parametrize("version", ["1.1", "2.0"])
+@pytest.mark.parametrize("version", [pytest.param("1.1", marks=pytest.mark.large), "2.0"])
 def test_finetune_predict_evaluate(version, preset, tmp_path, capsys):
     from keras_bert_app.evaluation.squad_evaluate import add_squad_arguments
     from keras_bert_app.evaluation.squad_evaluate import run_squad
