@@ -80,6 +80,7 @@ def _assert_same_training(result, reference):
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.large
 def test_mirrored_over_two_cpus_matches_single_device(single_tf, tmp_path):
     result = _run_workers("mirrored", "tensorflow", tmp_path)
     assert result["num_replicas"] == 2

@@ -103,6 +103,7 @@ def test_ner_trains_evaluates_predicts(tmp_path, tiny_preset, capsys):
     assert json.loads(out[out.index("{"):])["f1"] == pytest.approx(metrics["f1"])
 
 
+@pytest.mark.large
 def test_glue_mrpc(tmp_path, tiny_preset, capsys):
     rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
     rows += [f"{i % 2}\t{i}\t{i}\tThe cat sat {i}.\tA cat sat {i}." for i in range(6)]
