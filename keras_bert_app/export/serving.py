@@ -19,7 +19,6 @@ import pathlib
 import shutil
 import tempfile
 
-INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
 METADATA_FILE = "keras_bert_app.json"
 WARMUP_FILE = "tf_serving_warmup_requests"
 WARMUP_TEXTS = (
@@ -27,6 +26,13 @@ WARMUP_TEXTS = (
     "",
     "The quick brown fox jumps over the lazy dog, twice!",
 )
+TASKS = {
+    "BertEncoder": "features",
+    "BertFeatureExtractor": "features",
+    "BertQuestionAnswerer": "question_answering",
+    "BertTokenClassifier": "token_classification",
+    "BertPretrainer": "masked_lm",
+}
 
 
 def task_of(model):
@@ -34,13 +40,12 @@ def task_of(model):
     name = type(model).__name__
     if name == "BertClassifier":
         return "regression" if model.num_classes == 1 else "classification"
-    tasks = {"BertEncoder": "features", "BertFeatureExtractor": "features"}
-    if name not in tasks:
+    if name not in TASKS:
         raise ValueError(
-            f"export_for_serving: cannot export a {name} yet; expected one of "
-            "BertClassifier, BertEncoder, BertFeatureExtractor."
+            f"export_for_serving: cannot export a {name}; expected one of "
+            f"BertClassifier, {', '.join(TASKS)}."
         )
-    return tasks[name]
+    return TASKS[name]
 
 
 def next_version(export_base):
@@ -58,19 +63,39 @@ def export_for_serving(
     label_names=None,
     text_pair=False,
     warmup_texts=WARMUP_TEXTS,
+    max_query_length=64,
+    max_answer_length=30,
+    top_k=5,
+    max_predictions=20,
 ):
     """Write `export_base/<version>/`, a SavedModel for TF Serving.
 
+    The inputs and outputs of `serving_default` depend on the model:
+    - `BertClassifier`: `text` (or `text_a`, `text_b`) -> `probabilities`,
+      `label_id` (+ `label`), or `score` for regression (`num_classes=1`);
+    - `BertEncoder`/`BertFeatureExtractor`: `text` -> `pooled_output`,
+      `sequence_output`;
+    - `BertQuestionAnswerer`: `question`, `context` -> logits and the best
+      span (see `QuestionAnsweringHead`);
+    - `BertTokenClassifier`: `text` -> per-token and per-word tags with
+      character offsets (see `TokenClassificationHead`);
+    - `BertPretrainer`: `text` with `[MASK]`s -> the top-k tokens at each
+      mask (see `MaskedLMServingHead`).
+
     Args:
-        model: a `BertClassifier` (classification or regression) or a
-            `BertEncoder`/`BertFeatureExtractor` (features).
+        model: one of the models above.
         export_base: str. The model's base folder in TF Serving's layout.
         preprocessor: `BertPreprocessor` whose tokenizer matches the model's
             vocabulary; its `sequence_length` is the served length.
         version: int. Defaults to the next free number.
-        label_names: list of str for a classifier (adds a `label` output).
-        text_pair: bool. Serve `text_a` + `text_b` instead of `text`.
-        warmup_texts: strings for `assets.extra/tf_serving_warmup_requests`.
+        label_names: list of str, the class or tag names in id order (a
+            classifier's `label`, a tagger's `tags` outputs).
+        text_pair: bool. Serve `text_a` + `text_b` (classifier and features).
+        warmup_texts: strings for the warmup requests of text models.
+        max_query_length: int. Question pieces kept (question answering).
+        max_answer_length: int. Longest answer in pieces (question answering).
+        top_k: int. Tokens returned per `[MASK]` (masked LM).
+        max_predictions: int. `[MASK]`s predicted per text (masked LM).
 
     Returns:
         pathlib.Path of the written version folder.
@@ -85,33 +110,39 @@ def export_for_serving(
             f"export_for_serving: the preprocessor's vocabulary has {vocabulary_size} "
             f"tokens but the model's token embedding has {encoder.vocabulary_size} rows."
         )
-    if label_names is not None and (task != "classification" or len(label_names) != model.num_classes):
-        expected = model.num_classes if task == "classification" else "none (not a classifier)"
-        raise ValueError(
-            f"export_for_serving: expected {expected} label names, got {len(label_names)}."
-        )
+    if label_names is not None:
+        classes = model.num_classes if task in ("classification", "token_classification") else None
+        if classes is None or len(label_names) != classes:
+            expected = classes or "none (not a classifier or tagger)"
+            raise ValueError(f"export_for_serving: expected {expected} label names, got {len(label_names)}.")
+    if text_pair and task not in ("classification", "regression", "features"):
+        raise ValueError(f"export_for_serving: text_pair applies to classifiers and features, not {task}.")
     if keras.config.backend() not in ("tensorflow", "jax"):
         raise ValueError(
             f"export_for_serving: Keras cannot export a SavedModel from the "
             f"{keras.config.backend()} backend; save the model (`save_to_preset`) and "
             "export it with KERAS_BACKEND=tensorflow or jax (weights are backend-neutral)."
         )
+    head = _head_for(
+        task, preprocessor, label_names, text_pair, max_query_length, max_answer_length, top_k, max_predictions
+    )
     version = next_version(export_base) if version is None else int(version)
     target = pathlib.Path(export_base) / str(version)
     if target.exists():
         raise FileExistsError(f"export_for_serving: {target} exists; choose another --version.")
-    sequence_length = preprocessor.sequence_length
     with tempfile.TemporaryDirectory() as scratch:
         core_dir = pathlib.Path(scratch) / "core"
-        _export_core(model, core_dir, sequence_length)
+        _export_core(model, core_dir, head)
         partial = pathlib.Path(scratch) / "serving"
-        _wrap_and_save(core_dir, partial, preprocessor, task, label_names, text_pair)
+        _wrap_and_save(core_dir, partial, head)
         metadata = {
             "task": task,
             "model_class": type(model).__name__,
-            "sequence_length": sequence_length,
-            "text_pair": bool(text_pair),
-            "label_names": list(label_names) if label_names is not None else None,
+            "sequence_length": preprocessor.sequence_length,
+            "inputs": list(head.input_names),
+            "text_pair": False,
+            "label_names": None,
+            **head.metadata(),
             "lowercase": preprocessor.tokenizer.lowercase,
             "exported_from_backend": keras.config.backend(),
             "op_libraries": _op_libraries(),
@@ -119,34 +150,43 @@ def export_for_serving(
         extra = partial / "assets.extra"
         extra.mkdir(parents=True, exist_ok=True)
         (extra / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
-        write_warmup_requests(extra / WARMUP_FILE, warmup_texts, text_pair)
+        write_warmup_requests(extra / WARMUP_FILE, head.warmup_inputs(list(warmup_texts)))
         target.parent.mkdir(parents=True, exist_ok=True)
         # Move into place last: a half-written export never looks complete.
         shutil.move(str(partial), str(target))
     return target
 
 
-def _export_core(model, core_dir, sequence_length):
+def _head_for(task, preprocessor, label_names, text_pair, max_query_length, max_answer_length, top_k, max_predictions):
+    if task == "question_answering":
+        from keras_bert_app.export.question_answering_head import QuestionAnsweringHead
+
+        return QuestionAnsweringHead(preprocessor, max_query_length, max_answer_length)
+    if task == "token_classification":
+        from keras_bert_app.export.token_classification_head import TokenClassificationHead
+
+        return TokenClassificationHead(preprocessor, label_names)
+    if task == "masked_lm":
+        from keras_bert_app.export.masked_lm_serving_head import MaskedLMServingHead
+
+        return MaskedLMServingHead(preprocessor, top_k, max_predictions)
+    from keras_bert_app.export.sequence_head import SequenceHead
+
+    return SequenceHead(task, preprocessor, label_names, text_pair)
+
+
+def _export_core(model, core_dir, head):
     """Keras' own SavedModel export of the model, ids in, raw outputs out."""
     import keras
 
-    spec = {
-        name: keras.InputSpec(shape=(None, sequence_length), dtype="int32") for name in INPUT_NAMES
-    }
-    if type(model).__name__ == "BertEncoder":
-        # A signature returns tensors, not the list of every layer's output.
-        def serve(inputs):
-            outputs = model(inputs, training=False)
-            return {"sequence_output": outputs["sequence_output"], "pooled_output": outputs["pooled_output"]}
+    from keras_bert_app.export.serving_head import INPUT_NAMES
 
-    else:
-
-        def serve(inputs):
-            return model(inputs, training=False)
-
+    widths = {name: head.sequence_length for name in INPUT_NAMES}
+    widths.update(head.core_input_widths())
+    spec = {name: keras.InputSpec(shape=(None, width), dtype="int32") for name, width in widths.items()}
     archive = keras.export.ExportArchive()
     archive.track(model)
-    archive.add_endpoint("serve", serve, input_signature=[spec])
+    archive.add_endpoint("serve", lambda inputs: head.core_outputs(model, inputs), input_signature=[spec])
     archive.write_out(str(core_dir), verbose=False)
 
 
@@ -157,47 +197,24 @@ def _op_libraries():
     return {"tensorflow": tf.__version__, "tensorflow_text": tensorflow_text.__version__}
 
 
-def _wrap_and_save(core_dir, target, preprocessor, task, label_names, text_pair):
+def _wrap_and_save(core_dir, target, head):
     import tensorflow as tf
 
     core = tf.saved_model.load(str(core_dir))
-    sequence_length = preprocessor.sequence_length
     module = tf.Module()
     module.core = core
-    module.vocabulary = tf.saved_model.Asset(_vocabulary_file(preprocessor, core_dir.parent))
-    module.sequence_length = tf.Variable(sequence_length, trainable=False, name="sequence_length")
-    labels = tf.constant(list(label_names) if label_names is not None else [], tf.string)
-    module.label_names = tf.Variable(labels, trainable=False, name="label_names")
+    module.vocabulary = tf.saved_model.Asset(_vocabulary_file(head.preprocessor, core_dir.parent))
+    module.sequence_length = tf.Variable(head.sequence_length, trainable=False, name="sequence_length")
+    head.attach(module, core.serve)
 
-    def outputs_for(features):
-        features = {name: tf.cast(features[name], tf.int32) for name in INPUT_NAMES}
-        raw = core.serve(features)
-        return _task_outputs(raw, task, module.label_names if label_names is not None else None)
-
-    ids_spec = tf.TensorSpec([None, sequence_length], tf.int32)
-
-    @tf.function(input_signature=[ids_spec, ids_spec, ids_spec], autograph=False)
-    def serve_token_ids(token_ids, segment_ids, padding_mask):
-        return outputs_for(
-            {"token_ids": token_ids, "segment_ids": segment_ids, "padding_mask": padding_mask}
-        )
-
+    ids_spec = tf.TensorSpec([None, head.sequence_length], tf.int32)
+    serve_token_ids = tf.function(
+        head.serve_token_ids, input_signature=[ids_spec] * 3, autograph=False
+    )
     text_spec = tf.TensorSpec([None], tf.string)
-    if text_pair:
-
-        @tf.function(input_signature=[text_spec, text_spec], autograph=False)
-        def serve_text(text_a, text_b):
-            tf.debugging.assert_equal(
-                tf.shape(text_a), tf.shape(text_b), message="text_a and text_b must have the same batch size"
-            )
-            return outputs_for(preprocessor((text_a, text_b)))
-
-    else:
-
-        @tf.function(input_signature=[text_spec], autograph=False)
-        def serve_text(text):
-            return outputs_for(preprocessor(text))
-
+    serve_text = tf.function(
+        head.text_function(), input_signature=[text_spec] * len(head.input_names), autograph=False
+    )
     module.serve_text = serve_text
     module.serve_token_ids = serve_token_ids
     tf.saved_model.save(
@@ -215,39 +232,23 @@ def _vocabulary_file(preprocessor, scratch):
     return str(path)
 
 
-def _task_outputs(raw, task, label_names):
-    """Named serving outputs from the model's raw outputs."""
-    import tensorflow as tf
+def write_warmup_requests(path, requests, signature_name="serving_default"):
+    """`assets.extra/tf_serving_warmup_requests`: PredictionLog records TF Serving replays on load.
 
-    if task == "features":
-        return {
-            "pooled_output": tf.cast(raw["pooled_output"], tf.float32),
-            "sequence_output": tf.cast(raw["sequence_output"], tf.float32),
-        }
-    logits = tf.cast(raw, tf.float32)  # (batch, num_classes)
-    if task == "regression":
-        return {"score": logits[:, 0]}
-    label_id = tf.argmax(logits, axis=-1, output_type=tf.int32)
-    outputs = {"probabilities": tf.nn.softmax(logits, axis=-1), "label_id": label_id}
-    if label_names is not None:
-        outputs["label"] = tf.gather(label_names, label_id)
-    return outputs
-
-
-def write_warmup_requests(path, texts, text_pair, signature_name="serving_default"):
-    """`assets.extra/tf_serving_warmup_requests`: PredictionLog records TF Serving replays on load."""
+    Args:
+        path: the file to write.
+        requests: list of `{input name: list of str}`, one record each.
+        signature_name: str. The signature the requests call.
+    """
     import tensorflow as tf
     from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
     with tf.io.TFRecordWriter(str(path)) as writer:
-        for batch in ([texts[0]], list(texts)):
+        for inputs in requests:
             request = predict_pb2.PredictRequest()
             request.model_spec.signature_name = signature_name
-            if text_pair:
-                request.inputs["text_a"].CopyFrom(tf.make_tensor_proto(batch, dtype=tf.string))
-                request.inputs["text_b"].CopyFrom(tf.make_tensor_proto(batch[::-1], dtype=tf.string))
-            else:
-                request.inputs["text"].CopyFrom(tf.make_tensor_proto(batch, dtype=tf.string))
+            for name, values in inputs.items():
+                request.inputs[name].CopyFrom(tf.make_tensor_proto(list(values), dtype=tf.string))
             log = prediction_log_pb2.PredictionLog(
                 predict_log=prediction_log_pb2.PredictLog(request=request)
             )

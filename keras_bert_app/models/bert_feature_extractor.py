@@ -1,15 +1,14 @@
 """BertFeatureExtractor: contextual token features from chosen encoder layers."""
 
 import keras
+from keras_bert_app.models.bert_task import BertTask
 
-from keras_bert_app.models.bert_classifier import save_task_preset
-from keras_bert_app.models.bert_classifier import task_from_preset
 
 COMBINE_MODES = ("concat", "sum")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class BertFeatureExtractor(keras.Model):
+class BertFeatureExtractor(BertTask):
     """Per-token features from chosen Transformer layers (the feature-based approach).
 
     Section 5.3 of Devlin et al. 2018 feeds fixed BERT activations to a
@@ -70,27 +69,5 @@ class BertFeatureExtractor(keras.Model):
         self.layers_to_use = layers
         self.combine = combine
 
-    def get_config(self):
-        return {
-            "encoder": keras.layers.serialize(self.encoder),
-            "layers": list(self.layers_to_use),
-            "combine": self.combine,
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        return cls(**config)
-
-    @classmethod
-    def from_preset(cls, preset, load_weights=True, **kwargs):
-        """Build on a preset's encoder (see `BertClassifier.from_preset`)."""
-        return task_from_preset(cls, preset, load_weights, kwargs)
-
-    def save_to_preset(self, preset_dir, label_names=None):
-        """Write the encoder preset and a "task" config entry (no new weights)."""
-        head_config = {"layers": list(self.layers_to_use), "combine": self.combine}
-        return save_task_preset(self, preset_dir, head_config, label_names)
+    def head_config(self):
+        return {"layers": list(self.layers_to_use), "combine": self.combine}

@@ -3,14 +3,13 @@
 import keras
 from keras import ops
 
-from keras_bert_app.models.bert_classifier import default_optimizer
-from keras_bert_app.models.bert_classifier import save_task_preset
-from keras_bert_app.models.bert_classifier import task_from_preset
 from keras_bert_app.models.bert_encoder import INPUT_NAMES
+from keras_bert_app.models.bert_task import BertTask
+from keras_bert_app.models.bert_task import default_optimizer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class BertMultipleChoice(keras.Model):
+class BertMultipleChoice(BertTask):
     """BERT scoring `num_choices` (context, ending) pairs, as for SWAG.
 
     Section 4.4 of Devlin et al. 2018: each choice is packed as
@@ -88,30 +87,8 @@ class BertMultipleChoice(keras.Model):
             metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
-    def get_config(self):
-        return {
-            "encoder": keras.layers.serialize(self.encoder),
-            "num_choices": self.num_choices,
-            "dropout": self.dropout,
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        return cls(**config)
-
-    @classmethod
-    def from_preset(cls, preset, load_weights=True, **kwargs):
-        """Build from a preset (see `BertClassifier.from_preset`); `num_choices` in kwargs."""
-        return task_from_preset(cls, preset, load_weights, kwargs)
-
-    def save_to_preset(self, preset_dir, label_names=None):
-        """Write the encoder preset, `task.weights.h5` and a "task" config entry."""
-        head_config = {"num_choices": self.num_choices, "dropout": self.dropout}
-        return save_task_preset(self, preset_dir, head_config, label_names)
+    def head_config(self):
+        return {"num_choices": self.num_choices, "dropout": self.dropout}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")

@@ -2,16 +2,15 @@
 
 import keras
 from keras import ops
+from keras_bert_app.models.bert_task import BertTask
+from keras_bert_app.models.bert_task import default_optimizer
 
-from keras_bert_app.models.bert_classifier import default_optimizer
-from keras_bert_app.models.bert_classifier import save_task_preset
-from keras_bert_app.models.bert_classifier import task_from_preset
 
 OUTPUT_NAMES = ("start_logits", "end_logits")
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class BertQuestionAnswerer(keras.Model):
+class BertQuestionAnswerer(BertTask):
     """BERT with a span head: a start and an end logit for every token.
 
     Sections 4.2-4.3 of Devlin et al. 2018: the only new parameters are a
@@ -100,31 +99,3 @@ class BertQuestionAnswerer(keras.Model):
         super().compile(
             optimizer=optimizer, loss=loss, loss_weights=loss_weights, metrics=metrics, **kwargs
         )
-
-    def get_config(self):
-        return {
-            "encoder": keras.layers.serialize(self.encoder),
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        return cls(**config)
-
-    @classmethod
-    def from_preset(cls, preset, load_weights=True, **kwargs):
-        """Build from a preset: a fine-tuned SQuAD run's preset (its span head
-        is restored) or a plain encoder preset (a new span head).
-
-        Args:
-            preset: str. A built-in preset name or a preset folder.
-            load_weights: bool. Load the preset's weights.
-        """
-        return task_from_preset(cls, preset, load_weights, kwargs)
-
-    def save_to_preset(self, preset_dir):
-        """Write the encoder preset, `task.weights.h5` and a "task" config entry."""
-        return save_task_preset(self, preset_dir, {}, None)

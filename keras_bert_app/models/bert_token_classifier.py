@@ -1,16 +1,15 @@
 """BertTokenClassifier: per-token logits on the sequence output (NER)."""
 
 import keras
+from keras_bert_app.models.bert_task import BertTask
+from keras_bert_app.models.bert_task import default_optimizer
 
-from keras_bert_app.models.bert_classifier import default_optimizer
-from keras_bert_app.models.bert_classifier import save_task_preset
-from keras_bert_app.models.bert_classifier import task_from_preset
 
 IGNORE_LABEL = -100
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class BertTokenClassifier(keras.Model):
+class BertTokenClassifier(BertTask):
     """BERT with a dense layer on every token's final hidden state (NER).
 
     Section 5.3 of Devlin et al. 2018: each word is labelled through the
@@ -87,27 +86,5 @@ class BertTokenClassifier(keras.Model):
             optimizer=optimizer, loss=loss, weighted_metrics=metrics, **kwargs
         )
 
-    def get_config(self):
-        return {
-            "encoder": keras.layers.serialize(self.encoder),
-            "num_classes": self.num_classes,
-            "dropout": self.dropout,
-            "name": self.name,
-            "trainable": self.trainable,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        return cls(**config)
-
-    @classmethod
-    def from_preset(cls, preset, load_weights=True, **kwargs):
-        """Build from a preset (see `BertClassifier.from_preset`); `num_classes` in kwargs."""
-        return task_from_preset(cls, preset, load_weights, kwargs)
-
-    def save_to_preset(self, preset_dir, label_names=None):
-        """Write the encoder preset, `task.weights.h5` and a "task" config entry."""
-        head_config = {"num_classes": self.num_classes, "dropout": self.dropout}
-        return save_task_preset(self, preset_dir, head_config, label_names)
+    def head_config(self):
+        return {"num_classes": self.num_classes, "dropout": self.dropout}

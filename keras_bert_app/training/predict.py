@@ -21,7 +21,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from keras_bert_app.training.finetune import TaskData
+    from keras_bert_app.training.task_data import TaskData
 
     data = TaskData.from_preset(args.preset)
     examples = data.read(args.input, labeled=False)

@@ -8,6 +8,7 @@ import keras
 # Dense bf16/fp16 peak FLOP/s per device (vendor figures), by device-kind substring.
 PEAK_FLOPS = {
     "H100": 989e12,
+    "H200": 989e12,  # same compute as the H100 (more, faster memory)
     "A100": 312e12,
     "L4": 121e12,
     "A10G": 125e12,

@@ -1,0 +1,107 @@
+"""`MaskedLMServingHead`: serving a `BertPretrainer`'s masked-LM head on text with `[MASK]`s."""
+
+import tensorflow as tf
+
+from keras_bert_app.export import graph_ops
+from keras_bert_app.export.serving_head import ServingHead
+
+MASK_LITERAL = "[MASK]"
+WARMUP_TEXTS = (
+    "The capital of France is [MASK].",
+    "[MASK] reads the whole sentence at [MASK] [MASK].",
+    "",
+)
+
+
+class MaskedLMServingHead(ServingHead):
+    """The top-k vocabulary tokens at each `[MASK]` of raw text.
+
+    `serving_default(text)`: every literal `[MASK]` (exactly that, case
+    sensitive, as HF tokenizers match special tokens) becomes the `[MASK]`
+    id; the text around it is tokenized as usual (the tokenizer alone would
+    split `[MASK]` into "[", "mask", "]"). The masked-LM head is evaluated
+    only at the first `max_predictions` `[MASK]` positions that fit in the
+    packed sequence (`[CLS] pieces [SEP]`); further ones are not predicted.
+
+    Outputs, [batch, max_predictions] then k = `top_k`:
+    `mask_positions` int32 (sequence positions of the `[MASK]`s, -1 past
+    them), `top_k_ids` int32 [batch, max_predictions, k] (-1 past them),
+    `top_k_tokens` [batch, max_predictions, k] ("" past them) and
+    `top_k_probabilities` float32 [batch, max_predictions, k] (softmax over
+    the whole vocabulary, 0 past them), most probable first.
+    `serve_token_ids` finds the `[MASK]` ids in `token_ids` and returns the
+    same outputs.
+
+    Args:
+        preprocessor: `BertPreprocessor`.
+        top_k: int. Tokens returned per mask.
+        max_predictions: int. Masks predicted per text.
+    """
+
+    def __init__(self, preprocessor, top_k=5, max_predictions=20):
+        super().__init__("masked_lm", preprocessor)
+        vocabulary_size = self.tokenizer.vocabulary_size()
+        if not 1 <= int(top_k) <= vocabulary_size:
+            raise ValueError(f"export_for_serving: top_k must be between 1 and {vocabulary_size}; got {top_k}.")
+        if int(max_predictions) < 1:
+            raise ValueError(f"export_for_serving: max_predictions must be >= 1; got {max_predictions}.")
+        self.top_k = int(top_k)
+        self.max_predictions = int(max_predictions)
+        self._tokens = None
+
+    def core_input_widths(self):
+        return {"mask_positions": self.max_predictions}
+
+    def core_outputs(self, model, inputs):
+        return {"mlm": model(inputs, training=False)["mlm"]}
+
+    def attach(self, module, serve):
+        super().attach(module, serve)
+        vocabulary = tf.constant(self.tokenizer.get_vocabulary(), tf.string)
+        module.vocabulary_tokens = tf.Variable(vocabulary, trainable=False, name="vocabulary_tokens")
+        self._tokens = module.vocabulary_tokens
+
+    def serve_text(self, text):
+        parts = tf.strings.split(text, sep=MASK_LITERAL)  # (batch, (parts))
+        # (The offsets path: one tokenizer graph in the SavedModel, not two.)
+        part_ids = self.tokenizer.tokenize_with_offsets(parts.flat_values)[0]  # (parts, (pieces))
+        # A [MASK] after every part but the last of its text.
+        last_part = parts.row_limits() - 1  # (batch,)
+        part_index = tf.range(tf.size(parts.flat_values, out_type=tf.int64))
+        mask_count = tf.cast(tf.not_equal(part_index, tf.gather(last_part, parts.value_rowids())), tf.int64)
+        mask_id = tf.cast(self.tokenizer.mask_token_id, part_ids.dtype)
+        masks = tf.RaggedTensor.from_row_lengths(tf.fill([tf.reduce_sum(mask_count)], mask_id), mask_count)
+        pieces = tf.concat([part_ids, masks], axis=1)  # (parts, (pieces))
+        pieces = parts.with_flat_values(pieces).merge_dims(1, 2)  # (batch, (pieces))
+        return self.serve_features(self.preprocessor.packer(pieces))
+
+    def serve_features(self, features):
+        features = {name: tf.cast(value, tf.int32) for name, value in features.items()}
+        positions = graph_ops.token_positions(
+            features["token_ids"], self.tokenizer.mask_token_id, self.max_predictions
+        )  # (batch, max_predictions), -1 past the masks
+        # Padding slots read position 0 ([CLS]); their predictions are dropped.
+        features["mask_positions"] = tf.maximum(positions, 0)
+        outputs = self.outputs(self._serve(features), features)
+        real = (positions >= 0)[:, :, tf.newaxis]  # (batch, max_predictions, 1)
+        return {
+            "mask_positions": positions,
+            "top_k_ids": tf.where(real, outputs["top_k_ids"], -1),
+            "top_k_tokens": tf.where(real, outputs["top_k_tokens"], ""),
+            "top_k_probabilities": tf.where(real, outputs["top_k_probabilities"], 0.0),
+        }
+
+    def outputs(self, raw, features):
+        probabilities = tf.nn.softmax(tf.cast(raw["mlm"], tf.float32), axis=-1)  # (batch, predictions, vocab)
+        top = tf.math.top_k(probabilities, k=self.top_k)
+        return {
+            "top_k_ids": top.indices,
+            "top_k_tokens": tf.gather(self._tokens, top.indices),
+            "top_k_probabilities": top.values,
+        }
+
+    def metadata(self):
+        return {"top_k": self.top_k, "max_predictions": self.max_predictions, "mask_token": MASK_LITERAL}
+
+    def warmup_inputs(self, texts):
+        return [{"text": list(WARMUP_TEXTS[:1])}, {"text": list(WARMUP_TEXTS)}]

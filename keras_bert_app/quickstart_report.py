@@ -1,0 +1,156 @@
+"""The quickstart's report: `pretraining.png`, `finetuning.png` and `report.md`."""
+
+import csv
+import json
+import os
+
+from keras_bert_app.quickstart import DEFAULT_PRETRAIN_LEARNING_RATE
+from keras_bert_app.quickstart import DEFAULT_SOURCES
+from keras_bert_app.quickstart import REPORT_FILE
+from keras_bert_app.quickstart import STAGES_DIR
+from keras_bert_app.quickstart import _write_atomically
+
+
+def read_csv(path):
+    if not path.is_file():
+        return []
+    with path.open(encoding="utf-8", newline="") as file:
+        return list(csv.DictReader(file))
+
+
+def number(text):
+    """A float from a CSV cell; None for an empty or "NA" one."""
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def series(rows, key):
+    return [number(row.get(key)) for row in rows]
+
+
+def plot(output, labeled):
+    """`pretraining.png` (loss and accuracies per step) and `finetuning.png` (per epoch)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    rows = read_csv(output / "pretrain" / "metrics.csv")
+    checkpoint_every = json.loads((output / STAGES_DIR / "pretrain.json").read_text())["checkpoint_every"]
+    steps = [(int(row["epoch"]) + 1) * checkpoint_every for row in rows]
+    figure, (loss_axis, accuracy_axis) = pyplot.subplots(1, 2, figsize=(10, 4))
+    for key in ("loss", "mlm_loss", "nsp_loss"):
+        if rows and key in rows[0]:
+            loss_axis.plot(steps, series(rows, key), marker=".", label=key)
+    for key in ("mlm_accuracy", "nsp_accuracy"):
+        if rows and key in rows[0]:
+            accuracy_axis.plot(steps, series(rows, key), marker=".", label=key)
+    for axis, title in ((loss_axis, "Pretraining loss"), (accuracy_axis, "Pretraining accuracy")):
+        axis.set_xlabel("step")
+        axis.set_title(title)
+        axis.grid(alpha=0.3)
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(output / "pretraining.png", dpi=100)
+    pyplot.close(figure)
+    if not labeled:
+        return
+    figure, (loss_axis, accuracy_axis) = pyplot.subplots(1, 2, figsize=(10, 4))
+    for run_name, color in (("finetune_pretrained", "C0"), ("finetune_random", "C1")):
+        history = read_csv(output / run_name / "logs" / "history.csv")
+        epochs = [int(row["epoch"]) + 1 for row in history]
+        short = run_name.replace("finetune_", "")
+        for prefix in ("", "val_"):
+            split = "dev" if prefix else "train"
+            style = "--" if prefix else "-"
+            for axis, metric in ((loss_axis, "loss"), (accuracy_axis, "accuracy")):
+                if history and prefix + metric in history[0]:
+                    axis.plot(epochs, series(history, prefix + metric), style, color=color, marker="o", label=f"{short} {split}")
+    for axis, title in ((loss_axis, "Fine-tuning loss"), (accuracy_axis, "Fine-tuning accuracy")):
+        axis.set_xlabel("epoch")
+        axis.set_title(title)
+        axis.grid(alpha=0.3)
+        axis.legend()
+    figure.tight_layout()
+    figure.savefig(output / "finetuning.png", dpi=100)
+    pyplot.close(figure)
+
+
+def write_report(output, args, data, results, labeled, load_start):
+    """`report.md`, written last and atomically (a temporary file renamed into place)."""
+    from keras_bert_app import presets
+
+    encoder = presets.read_config(args.preset)["encoder"]
+    pretrain = results["pretrain"]
+    final = pretrain["final"]
+    lines = [
+        "# keras-bert-app quickstart report",
+        "",
+        f"Pretrained `{args.preset}` (L={encoder['num_layers']}, H={encoder['hidden_dim']}, "
+        f"A={encoder['num_heads']}) from scratch on {data['source']} ({data['documents']} documents, "
+        f"{data['sentences']} sentences)" + (", then fine-tuned it as a topic classifier." if labeled else "."),
+        "",
+        "## What ran",
+        "",
+        "1. Corpus: `data/corpus.txt`, one sentence per line, a blank line between documents"
+        + (" (train split only: the dev articles stay unseen)." if labeled else "."),
+        f"2. `create-pretraining-data`: {results['pretraining_data']['instances']} masked sentence-pair "
+        f"instances of {args.sequence_length} tokens ({args.dupe_factor} masking passes) in `pretraining_data/`.",
+        f"3. `pretrain`: {args.steps} steps, batch {args.batch_size}, learning rate {DEFAULT_PRETRAIN_LEARNING_RATE:g}, "
+        "from random weights; run folder `pretrain/`, result `pretrain/preset/`.",
+    ]
+    if labeled:
+        lines += [
+            f"4. `finetune classify`: {args.finetune_epochs} epochs on {data['labeled_articles']} labeled BBC News articles "
+            f"(of the {data['train_articles']} the pretraining read without labels), "
+            f"evaluated on {data['dev_articles']} held-out ones, from the pretrained encoder (`finetune_pretrained/`) "
+            "and from a randomly initialised encoder of the same config (`finetune_random/`).",
+            f"5. `export`: the pretrained-then-fine-tuned classifier in `{results['export']['export']}`, reloaded with "
+            "`tf.saved_model.load`.",
+        ]
+    else:
+        lines.append("4. Fine-tuning, the pretrained vs random comparison and the export were skipped: `--corpus` has no labels.")
+    lines += [
+        "",
+        "## Results",
+        "",
+        "| figure | value |",
+        "|---|---|",
+    ]
+    for key, label in (("mlm_accuracy", "pretraining masked LM accuracy (last segment)"),
+                       ("mlm_loss", "pretraining masked LM loss (last segment)"),
+                       ("nsp_accuracy", "pretraining next sentence accuracy (last segment)"),
+                       ("nsp_loss", "pretraining next sentence loss (last segment)"),
+                       ("loss", "pretraining total loss (last segment)")):
+        if key in final:
+            lines.append(f"| {label} | {final[key]:.4f} |")
+    if labeled:
+        pretrained = results["finetune_pretrained"]["dev_accuracy"]
+        random = results["finetune_random"]["dev_accuracy"]
+        lines += [
+            f"| dev accuracy, pretrained encoder | {pretrained:.4f} |",
+            f"| dev accuracy, random encoder | {random:.4f} |",
+            f"| gain from pretraining | {pretrained - random:+.4f} |",
+            "",
+            "Classifying raw sentences with the exported model:",
+            "",
+            "| sentence | label | probability |",
+            "|---|---|---|",
+        ]
+        lines += [f"| {p['text']} | {p['label']} | {p['probability']:.2f} |" for p in results["export"]["predictions"]]
+    lines += ["", "Plots: `pretraining.png`" + (", `finetuning.png`." if labeled else "."), "", "## Time", "", "| stage | seconds |", "|---|---|"]
+    lines += [f"| {name} | {result['seconds']:.0f} |" for name, result in results.items()]
+    lines += [
+        f"| total | {sum(result['seconds'] for result in results.values()):.0f} |",
+        "",
+        "Load average (1, 5, 15 min) at the start: {:.2f}, {:.2f}, {:.2f}; at the end: {:.2f}, {:.2f}, {:.2f}.".format(
+            *load_start, *os.getloadavg()
+        ),
+        "",
+        "## Where the defaults come from",
+        "",
+    ]
+    lines += [f"- `{name}`: {source}." for name, source in DEFAULT_SOURCES.items()]
+    return _write_atomically(output / REPORT_FILE, "\n".join(lines) + "\n")

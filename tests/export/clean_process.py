@@ -1,0 +1,60 @@
+"""Run serving requests in a fresh interpreter that imports only tensorflow and tensorflow_text."""
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+# Each job: (export dir, signature, {input name: list}); each result: {output: array} or an error line.
+RUNNER = textwrap.dedent(
+    """
+    import pickle, sys
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
+    jobs_file, results_file = sys.argv[1:3]
+    jobs = pickle.load(open(jobs_file, "rb"))
+    loaded, results = {}, []
+    for export_dir, signature, inputs in jobs:
+        if export_dir not in loaded:
+            loaded[export_dir] = tf.saved_model.load(export_dir).signatures
+        try:
+            inputs = {k: tf.constant(v.tolist(), tf.string) if v.dtype == object else tf.constant(v) for k, v in inputs.items()}
+            outputs = loaded[export_dir][signature](**inputs)
+            results.append({k: v.numpy() for k, v in outputs.items()})
+        except tf.errors.InvalidArgumentError as error:
+            results.append("InvalidArgument: " + error.message)
+    modules = sorted(m for m, v in sys.modules.items() if v is not None and m.split(".")[0] in ("keras_bert_app", "keras_hub"))
+    pickle.dump({"results": results, "modules": modules}, open(results_file, "wb"))
+    """
+)
+
+
+def serve_in_clean_process(jobs, folder):
+    """The outputs of each `(export_dir, signature, inputs)` job, run in a fresh process.
+
+    Inputs are lists of str/bytes (sent as tf.string) or NumPy arrays.
+    """
+    jobs_file, results_file = folder / "jobs.pkl", folder / "results.pkl"
+
+    def encode(values):
+        if isinstance(values, list):
+            return np.array([v.encode() if isinstance(v, str) else v for v in values], dtype=object)
+        return values
+
+    encoded = [
+        (str(export_dir), signature, {k: encode(values) for k, values in inputs.items()})
+        for export_dir, signature, inputs in jobs
+    ]
+    jobs_file.write_bytes(pickle.dumps(encoded))
+    result = subprocess.run(
+        [sys.executable, "-c", RUNNER, str(jobs_file), str(results_file)],
+        capture_output=True, text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    answer = pickle.loads(results_file.read_bytes())
+    # (tensorflow_text itself may pull in keras; our package must not be needed.)
+    assert answer["modules"] == []
+    return answer["results"]

@@ -1,0 +1,102 @@
+"""`keras-bert-app bench` / tools/benchmark.py: a smoke run on the tiny preset (nothing is timed here)."""
+
+import json
+import statistics
+
+import keras
+import numpy as np
+import pytest
+
+from keras_bert_app import benchmark_command, presets
+
+SEQUENCE_LENGTH = 32
+
+
+def _run(tmp_path, *extra):
+    output = tmp_path / "bench.json"
+    status = benchmark_command.main([
+        "--preset", "bert_tiny_uncased", "--backends", keras.config.backend(), "--in-process",
+        "--sequence-length", str(SEQUENCE_LENGTH), "--max-predictions", "4", "--batch-size", "2",
+        "--inference-batch-sizes", "2", "--steps", "1", "--warmup", "0", "--no-jit",
+        "--skip-keras-hub", "--skip-data", "--output", str(output), *extra,
+    ])
+    return status, output
+
+
+def test_smoke_run_writes_rows_with_positive_rates_and_ratios_from_the_rows(tmp_path, capsys):
+    pytest.importorskip("transformers")
+    pytest.importorskip("torch")
+    status, output = _run(tmp_path)
+    printed = capsys.readouterr().out
+    assert status == 0, printed
+    report = json.loads(output.read_text())
+
+    rows = {(row["task"], row["model"]): row for row in report["rows"]}
+    assert set(rows) == {(task, model) for task in ("train", "inference") for model in ("ours", "HF")}
+    config = presets.read_config("bert_tiny_uncased")["encoder"]
+    for (task, _), row in rows.items():
+        assert row["batch_size"] == 2
+        assert len(row["step_seconds"]) == 1 and row["median_step_seconds"] > 0
+        assert row["median_step_seconds"] == statistics.median(row["step_seconds"])
+        np.testing.assert_allclose(row["sequences_per_second"], 2 / row["median_step_seconds"])
+        np.testing.assert_allclose(row["tokens_per_second"], row["sequences_per_second"] * SEQUENCE_LENGTH)
+        # 6NT + 12LHST for a training step, a third of it for a forward pass (hand count).
+        tokens = 2 * SEQUENCE_LENGTH
+        forward = 2 * _hf_non_embedding_parameters(config) * tokens + (
+            4 * config["num_layers"] * config["hidden_dim"] * SEQUENCE_LENGTH * tokens
+        )
+        assert row["flops_per_step"] == (3 * forward if task == "train" else forward)
+        assert row["peak_flops"] > 0
+        np.testing.assert_allclose(row["mfu"], row["flops_per_step"] / row["median_step_seconds"] / row["peak_flops"])
+
+    ratios = {(r["task"], r["peer"]): r for r in report["ratios"]}
+    assert set(ratios) == {("train", "HF"), ("inference", "HF")}
+    for (task, peer), ratio in ratios.items():
+        assert ratio["ours_backend"] == keras.config.backend() and ratio["peer_backend"] == "torch"
+        expected = rows[(task, "ours")]["sequences_per_second"] / rows[(task, peer)]["sequences_per_second"]
+        np.testing.assert_allclose(ratio["ratio"], expected)
+        assert ratio["ratio"] > 0
+
+    settings = report["settings"]
+    assert settings["jit"] is False and settings["mixed_precision"] is False
+    assert settings["steps"] == 1 and settings["backends"] == [keras.config.backend()]
+    assert report["machine"]["usable_cpus"] >= 1
+    assert any("keras-hub skipped" in note for note in report["notes"])
+    assert "ours/peer" in printed and "total wall time" in printed
+
+
+def _hf_non_embedding_parameters(config):
+    """Parameters of HF's BertModel outside its embeddings: the reference for N."""
+    import transformers
+
+    model = transformers.BertModel(transformers.BertConfig(
+        vocab_size=config["vocabulary_size"], hidden_size=config["hidden_dim"],
+        num_hidden_layers=config["num_layers"], num_attention_heads=config["num_heads"],
+        intermediate_size=config["intermediate_dim"],
+    ))
+    return sum(p.numel() for name, p in model.named_parameters() if not name.startswith("embeddings."))
+
+
+def test_masked_positions_are_distinct_and_never_the_first_or_last_token():
+    spec = {"sequence_length": 16, "max_predictions": 5, "encoder": {"vocabulary_size": 50}}
+    batch = benchmark_command.make_batch(spec, 3, np.random.default_rng(0))
+    positions = batch["mask_positions"]
+    assert positions.shape == (3, 5)
+    assert positions.min() >= 1 and positions.max() <= 14
+    assert all(len(set(row)) == 5 for row in positions.tolist())
+    assert batch["token_ids"].shape == (3, 16) and batch["token_ids"].max() < 50
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--max-predictions", "31"], "--max-predictions must be <= sequence length - 2"),
+        (["--inference-batch-sizes", "0"], "--inference-batch-sizes must be comma-separated positive integers"),
+        (["--backends", "theano"], "Unknown backend 'theano'"),
+    ],
+)
+def test_bad_arguments_fail_with_a_clear_message(tmp_path, capsys, extra, message):
+    status, output = _run(tmp_path, *extra)
+    assert status == 1
+    assert message in capsys.readouterr().err
+    assert not output.exists()
