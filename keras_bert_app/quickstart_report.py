@@ -96,17 +96,20 @@ def write_report(output, args, data, results, labeled, load_start):
         "",
         "1. Corpus: `data/corpus.txt`, one sentence per line, a blank line between documents"
         + (" (train split only: the dev articles stay unseen)." if labeled else "."),
+        (f"   `build-vocab`: a WordPiece vocabulary of {results['model']['vocabulary_size']} tokens learned from it "
+         "(`data/vocab.txt`); " if args.vocab_size else "   ")
+        + f"`model_preset/`: the {args.preset} config with {results['model']['parameters']:,} freshly initialised parameters.",
         f"2. `create-pretraining-data`: {results['pretraining_data']['instances']} masked sentence-pair "
         f"instances of {args.sequence_length} tokens ({args.dupe_factor} masking passes) in `pretraining_data/`.",
         f"3. `pretrain`: {args.steps} steps, batch {args.batch_size}, learning rate {DEFAULT_PRETRAIN_LEARNING_RATE:g}, "
-        "from random weights; run folder `pretrain/`, result `pretrain/preset/`.",
+        "from `model_preset/`; run folder `pretrain/`, result `pretrain/preset/`.",
     ]
     if labeled:
         lines += [
             f"4. `finetune classify`: {args.finetune_epochs} epochs on {data['labeled_articles']} labeled BBC News articles "
             f"(of the {data['train_articles']} the pretraining read without labels), "
             f"evaluated on {data['dev_articles']} held-out ones, from the pretrained encoder (`finetune_pretrained/`) "
-            "and from a randomly initialised encoder of the same config (`finetune_random/`).",
+            "and from the freshly initialised weights that pretraining started from (`finetune_random/`).",
             f"5. `export`: the pretrained-then-fine-tuned classifier in `{results['export']['export']}`, reloaded with "
             "`tf.saved_model.load`.",
         ]

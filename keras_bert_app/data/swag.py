@@ -99,6 +99,8 @@ def multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=False, s
     """
     import tensorflow as tf
 
+    from keras_bert_app.data.packed_dataset import packed_dataset
+
     if not len(examples):
         raise ValueError(f"{examples.source}: no examples.")
     num_choices = examples.num_choices
@@ -108,9 +110,6 @@ def multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=False, s
         dataset = tf.data.Dataset.from_tensor_slices((features, tf.constant(examples.labels, "int32")))
     else:
         dataset = tf.data.Dataset.from_tensor_slices((features,))
-    if shuffle:
-        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size)
 
     def pack(segments, *labels):
         first, second = (tf.reshape(s, [-1]) for s in segments)  # (batch * choices,)
@@ -121,4 +120,4 @@ def multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=False, s
         }  # (batch, choices, seq)
         return (inputs, *labels)
 
-    return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return packed_dataset(dataset, pack, len(examples), batch_size, shuffle, seed)

@@ -158,7 +158,8 @@ def count_truncated(examples, preprocessor):
 def classification_dataset(examples, preprocessor, batch_size, shuffle=False, seed=None):
     """tf.data batches `(inputs, labels)` (or `inputs` when unlabelled).
 
-    Strings are tokenized and packed by `preprocessor` inside the pipeline.
+    Strings are tokenized and packed by `preprocessor` inside the pipeline,
+    once: the packed examples are cached in memory for later epochs.
 
     Args:
         examples: `TextExamples`.
@@ -172,6 +173,8 @@ def classification_dataset(examples, preprocessor, batch_size, shuffle=False, se
     """
     import tensorflow as tf
 
+    from keras_bert_app.data.packed_dataset import packed_dataset
+
     if not len(examples):
         raise ValueError(f"{examples.source}: no examples.")
     features = (examples.texts,) if examples.text_pairs is None else (examples.texts, examples.text_pairs)
@@ -180,15 +183,12 @@ def classification_dataset(examples, preprocessor, batch_size, shuffle=False, se
         dataset = tf.data.Dataset.from_tensor_slices((features, tf.constant(examples.labels, dtype)))
     else:
         dataset = tf.data.Dataset.from_tensor_slices((features,))
-    if shuffle:
-        dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(batch_size)
 
     def pack(segments, *labels):
         inputs = preprocessor(segments[0] if len(segments) == 1 else tuple(segments))
         return (inputs, *labels)
 
-    return dataset.map(pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    return packed_dataset(dataset, pack, len(examples), batch_size, shuffle, seed)
 
 
 def _file_kind(path, delimiter):

@@ -90,7 +90,7 @@ class SegmentPacker(PreprocessingLayer):
         batch = first.nrows()
         if second is None:
             second = tf.RaggedTensor.from_row_lengths(
-                tf.zeros([0], tf.int32), tf.zeros([batch], tf.int64)
+                tf.zeros([0], tf.int32), tf.zeros([batch], tf.int64), validate=False
             )
         first_length = first.row_lengths()
         second_length = second.row_lengths()
@@ -103,7 +103,7 @@ class SegmentPacker(PreprocessingLayer):
 
         def fill(value, count):  # ragged [batch, (count)] of `value`
             return tf.RaggedTensor.from_row_lengths(
-                tf.fill([tf.reduce_sum(count)], tf.constant(value, tf.int32)), count
+                tf.fill([tf.reduce_sum(count)], tf.constant(value, tf.int32)), count, validate=False
             )
 
         ones = tf.ones([batch], tf.int64)

@@ -1,0 +1,32 @@
+"""packed_dataset: packing runs once (cached), every epoch sees every example once."""
+
+import numpy as np
+import tensorflow as tf
+
+from keras_bert_app.data.packed_dataset import packed_dataset
+
+
+def _epochs(dataset, count):
+    return [np.concatenate([batch.numpy() for batch in dataset]) for _ in range(count)]
+
+
+def _noisy_pack(values):
+    # Random per call: a second run of `pack` would change the outputs.
+    return tf.cast(values, tf.float32) + tf.random.uniform(tf.shape(values), 0.0, 0.5)
+
+
+def test_packing_runs_once_and_later_epochs_read_the_cache():
+    dataset = packed_dataset(tf.data.Dataset.range(10), _noisy_pack, 10, batch_size=4)
+    first, second = _epochs(dataset, 2)
+    np.testing.assert_array_equal(first, second)
+    np.testing.assert_array_equal(np.floor(first), np.arange(10))
+    assert [len(batch) for batch in dataset] == [4, 4, 2]
+
+
+def test_shuffled_epochs_hold_every_example_once_in_new_orders():
+    dataset = packed_dataset(tf.data.Dataset.range(50), _noisy_pack, 50, batch_size=8, shuffle=True, seed=3)
+    epochs = _epochs(dataset, 3)
+    for epoch in epochs:
+        np.testing.assert_array_equal(np.sort(np.floor(epoch)), np.arange(50))
+        np.testing.assert_array_equal(np.sort(epoch), np.sort(epochs[0]))  # the cached values
+    assert not np.array_equal(epochs[0], epochs[1])
