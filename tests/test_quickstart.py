@@ -87,6 +87,11 @@ def test_tiny_quickstart_end_to_end(tmp_path):
     assert f"| dev accuracy, pretrained encoder | {pretrained:.4f} |" in report
     assert f"| dev accuracy, random encoder | {random:.4f} |" in report
     assert "masked LM accuracy" in report
+    # The model is the preset's config with the vocabulary learned from the corpus.
+    vocabulary = (output / "data" / "vocab.txt").read_text().splitlines()
+    config = json.loads((output / "model_preset" / "config.json").read_text())
+    assert config["encoder"]["vocabulary_size"] == len(vocabulary) < 30522
+    assert (output / "model_preset" / "vocab.txt").read_text().splitlines() == vocabulary
     for plot in ("pretraining.png", "finetuning.png"):
         assert (output / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # The train split only feeds pretraining: no dev article text in the corpus.
@@ -98,3 +103,26 @@ def test_tiny_quickstart_end_to_end(tmp_path):
     marker_times = {p.name: p.stat().st_mtime for p in (output / "stages").iterdir()}
     assert cli.main(argv) == 0
     assert marker_times == {p.name: p.stat().st_mtime for p in (output / "stages").iterdir()}
+
+
+def test_labeled_subset_is_balanced_over_topics_and_reproducible(tmp_path):
+    rows = [("a", 30), ("b", 10), ("c", 5)]  # topic, articles
+    with (tmp_path / "train.csv").open("w", newline="") as file:
+        writer = csv.writer(file)
+        writer.writerow(["text", "label"])
+        writer.writerows((f"{topic} article {i}", topic) for topic, count in rows for i in range(count))
+
+    def subset(size, seed=0):
+        assert quickstart._write_labeled_subset(tmp_path, size, seed) == (min(size, 45) if size else 45)
+        with (tmp_path / "labeled.csv").open(newline="") as file:
+            return [(row["text"], row["label"]) for row in csv.DictReader(file)]
+
+    chosen = subset(12)
+    counts = {topic: sum(label == topic for _, label in chosen) for topic, _ in rows}
+    assert counts == {"a": 4, "b": 4, "c": 4}
+    assert len(set(chosen)) == 12
+    # The smallest topic runs out: the others share the rest evenly.
+    counts = {topic: sum(label == topic for _, label in subset(21)) for topic, _ in rows}
+    assert counts == {"a": 8, "b": 8, "c": 5}
+    assert subset(12) == chosen and subset(12, seed=1) != chosen
+    assert len(subset(0)) == 45  # 0: every article
