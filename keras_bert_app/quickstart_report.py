@@ -136,6 +136,12 @@ def write_report(output, args, data, results, labeled, load_start):
             f"| dev accuracy, pretrained encoder | {pretrained:.4f} |",
             f"| dev accuracy, random encoder | {random:.4f} |",
             f"| gain from pretraining | {pretrained - random:+.4f} |",
+        ]
+        for run_name, label in (("finetune_pretrained", "pretrained"), ("finetune_random", "random")):
+            history = read_csv(output / run_name / "logs" / "history.csv")
+            if history and number(history[-1].get("val_loss")) is not None:
+                lines.append(f"| dev loss (cross-entropy), {label} encoder | {number(history[-1]['val_loss']):.4f} |")
+        lines += [
             "",
             "Classifying raw sentences with the exported model:",
             "",
