@@ -22,7 +22,7 @@ COMMANDS = {
     "extract-features": ("keras_bert_app.training.extract_features", "per-token features from chosen layers"),
     "export": ("keras_bert_app.export.export_command", "export a SavedModel for TF Serving"),
     "convert": ("keras_bert_app.convert.convert_command", "convert Google, HF or keras-hub checkpoints"),
-    "bench": ("keras_bert_app.benchmark_command", "run the benchmarks against keras-hub and HF"),
+    "bench": ("keras_bert_app.benchmark.command", "run the benchmarks against keras-hub and HF"),
     "quickstart": ("keras_bert_app.quickstart", "the whole paper at small scale on built-in data"),
 }
 

@@ -7,14 +7,15 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_app import benchmark_command, presets
+from keras_bert_app import presets
+from keras_bert_app.benchmark import command, measurement
 
 SEQUENCE_LENGTH = 32
 
 
 def _run(tmp_path, *extra):
     output = tmp_path / "bench.json"
-    status = benchmark_command.main([
+    status = command.main([
         "--preset", "bert_tiny_uncased", "--backends", keras.config.backend(), "--in-process",
         "--sequence-length", str(SEQUENCE_LENGTH), "--max-predictions", "4", "--batch-size", "2",
         "--inference-batch-sizes", "2", "--steps", "1", "--warmup", "0", "--no-jit",
@@ -79,7 +80,7 @@ def _hf_non_embedding_parameters(config):
 
 def test_masked_positions_are_distinct_and_never_the_first_or_last_token():
     spec = {"sequence_length": 16, "max_predictions": 5, "encoder": {"vocabulary_size": 50}}
-    batch = benchmark_command.make_batch(spec, 3, np.random.default_rng(0))
+    batch = measurement.make_batch(spec, 3, np.random.default_rng(0))
     positions = batch["mask_positions"]
     assert positions.shape == (3, 5)
     assert positions.min() >= 1 and positions.max() <= 14

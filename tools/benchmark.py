@@ -5,7 +5,7 @@ sequence length 128: ours on each installed Keras backend vs keras-hub
 `BertMaskedLM`/`BertBackbone` and HF `BertForPreTraining`/`BertModel`, with
 sequences/s, tokens/s, model FLOPs, MFU and the ratios ours/peer; then the
 tokenizer and pretraining-data benchmarks of this folder. One table on
-stdout, all numbers in JSON. See `keras_bert_app/benchmark_command.py`.
+stdout, all numbers in JSON. See `keras_bert_app/benchmark/`.
 
     python tools/benchmark.py                                # bert_base_uncased, ~15 min on 2 CPU cores
     python tools/benchmark.py --preset bert_tiny_uncased --steps 2 --skip-data   # smoke run
@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from keras_bert_app.benchmark_command import main  # noqa: E402
+from keras_bert_app.benchmark.command import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,0 +1,60 @@
+"""Subprocesses of `keras-bert-app bench`: one fresh process per measured model, on its backend."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import threading
+
+RESULT_PREFIX = "BENCH_RESULT "  # marks the worker's result line on its stdout
+PACKAGE_ROOT = pathlib.Path(__file__).resolve().parents[2]  # the folder holding keras_bert_app/
+
+
+def subprocess_env(backend):
+    """The environment of a subprocess on `backend` that imports this copy of keras_bert_app."""
+    path = os.environ.get("PYTHONPATH", "")
+    return dict(
+        os.environ,
+        KERAS_BACKEND=backend,
+        TF_CPP_MIN_LOG_LEVEL="2",
+        PYTHONPATH=str(PACKAGE_ROOT) + (os.pathsep + path if path else ""),
+    )
+
+
+def run_worker_process(spec, backend, timeout):
+    """Run one implementation in a fresh process; its result dict, or {"error": ...}.
+
+    The worker's progress lines are echoed as they come; its stderr (framework
+    logs) is kept for the error message.
+    """
+    print(f"\n== {spec['model']} on {backend}", flush=True)
+    command = [sys.executable, "-m", "keras_bert_app.benchmark.worker", json.dumps(spec)]
+    result = None
+    with tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(
+            command, env=subprocess_env(backend), stdout=subprocess.PIPE, stderr=stderr, text=True
+        )
+        watchdog = threading.Timer(timeout, process.kill)
+        watchdog.start()
+        try:
+            for line in process.stdout:
+                if line.startswith(RESULT_PREFIX):
+                    result = json.loads(line[len(RESULT_PREFIX):])
+                else:
+                    print(f"  {line.rstrip()}", flush=True)
+            process.wait()
+        finally:
+            timed_out = watchdog.finished.is_set()  # set only once the timer fired
+            watchdog.cancel()
+            if process.poll() is None:
+                process.kill()
+        stderr.seek(0)
+        errors = stderr.read()
+    if timed_out:
+        return {"error": f"killed after {timeout} s (--timeout)"}
+    if process.returncode != 0 or result is None:
+        tail = " | ".join(errors.strip().splitlines()[-3:])
+        return {"error": f"exit status {process.returncode}: {tail}"}
+    return result
