@@ -27,13 +27,13 @@ stages are skipped, an interrupted one restarts (pretraining resumes from its
 last checkpoint).
 """
 
-import csv
 import json
 import os
 import pathlib
-import re
 import shutil
 import time
+
+from keras_bert_app.quickstart_corpus import make_corpus
 
 SETTINGS_FILE = "quickstart.json"
 STAGES_DIR = "stages"
@@ -73,9 +73,6 @@ SAMPLE_SENTENCES = (
     "Ministers will vote on the bill in parliament next week.",
     "The company released a faster mobile phone chip and new software.",
 )
-# A sentence ends at . ! or ? (optionally followed by a closing quote or
-# bracket) when whitespace and a capital letter, digit or opening quote follow.
-_SENTENCE_BREAK = re.compile(r"(?:(?<=[.!?])|(?<=[.!?][\"')\]]))\s+(?=[\"'(\[]?[A-Z0-9])")
 
 
 def add_arguments(parser):
@@ -115,7 +112,7 @@ def run(args):
     load_start = os.getloadavg()
     labeled = not args.corpus
     stages = _Stages(output)
-    data = stages.run("corpus", "Pretraining corpus", lambda: _make_corpus(args, output / "data"))
+    data = stages.run("corpus", "Pretraining corpus", lambda: make_corpus(args, output / "data"))
     stages.run("model", "WordPiece vocabulary and the freshly initialised model", lambda: _make_model_preset(args, output))
     stages.run("pretraining_data", "Pretraining data (masked sentence pairs)", lambda: _make_pretraining_data(args, output))
     stages.run("pretrain", "Pretraining (masked LM + next sentence prediction)", lambda: _pretrain(args, output))
@@ -229,94 +226,6 @@ def _call(argv):
         raise KeyboardInterrupt
     if code:
         raise ValueError(f"`keras-bert-app {argv[0]}` failed (exit code {code}; its error is printed above).")
-
-
-def split_sentences(text):
-    """Sentences of a paragraph by the simple rule of `_SENTENCE_BREAK`."""
-    return [sentence.strip() for sentence in _SENTENCE_BREAK.split(text.strip()) if sentence.strip()]
-
-
-def read_documents(paths):
-    """Documents (lists of sentences) of text files: blank lines separate documents.
-
-    Lines holding several sentences are split, so both the one-sentence-a-line
-    format and plain paragraphs work.
-    """
-    documents = []
-    for path in paths:
-        document = []
-        for line in pathlib.Path(path).expanduser().read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.strip():
-                document.extend(split_sentences(line))
-            elif document:
-                documents.append(document)
-                document = []
-        if document:
-            documents.append(document)
-    return documents
-
-
-def _make_corpus(args, folder):
-    """`corpus.txt` (and for BBC News `train.csv`/`dev.csv`) in `folder`."""
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    if args.corpus:
-        documents = read_documents(args.corpus)
-        source = ", ".join(args.corpus)
-    else:
-        from keras_bert_app.data.bbc_news import write_bbc_news_csvs
-
-        max_dev = None if args.max_articles is None else max(1, args.max_articles // 4)
-        train_csv, _ = write_bbc_news_csvs(folder, seed=args.seed, max_train=args.max_articles, max_dev=max_dev)
-        with train_csv.open(encoding="utf-8", newline="") as file:
-            documents = [split_sentences(row["text"]) for row in csv.DictReader(file)]
-        source = "BBC News train split"
-    documents = [document for document in documents if document]
-    if not any(len(document) >= 2 for document in documents):
-        raise ValueError(
-            f"--corpus: no usable documents in {source}: expected text with at least one document "
-            f"of 2 or more sentences (blank lines separate documents); got {len(documents)} document(s)."
-        )
-    text = "\n\n".join("\n".join(document) for document in documents) + "\n"
-    _write_atomically(folder / "corpus.txt", text)
-    num_sentences = sum(len(document) for document in documents)
-    print(f"{source}: {len(documents)} documents, {num_sentences} sentences -> {folder / 'corpus.txt'}")
-    result = {"source": source, "documents": len(documents), "sentences": num_sentences}
-    if not args.corpus:
-        for name in ("train", "dev"):
-            with (folder / f"{name}.csv").open(encoding="utf-8", newline="") as file:
-                result[f"{name}_articles"] = sum(1 for _ in csv.DictReader(file))
-        result["labeled_articles"] = _write_labeled_subset(folder, args.labeled_articles, args.seed)
-    return result
-
-
-def _write_labeled_subset(folder, size, seed):
-    """`labeled.csv`: `size` train articles, as even over the topics as they allow (0: all).
-
-    Pretraining reads every train article without its label; fine-tuning
-    sees only these labels, as when labeled data is scarce.
-    """
-    import numpy as np
-
-    with (folder / "train.csv").open(encoding="utf-8", newline="") as file:
-        rows = list(csv.DictReader(file))
-    chosen = range(len(rows))
-    if 0 < size < len(rows):
-        rng = np.random.default_rng(seed + 2)
-        by_label = {}
-        for index in rng.permutation(len(rows)):
-            by_label.setdefault(rows[index]["label"], []).append(int(index))
-        # Round-robin over the topics: balanced up to the smallest topic's size.
-        queues = [iter(indices) for _, indices in sorted(by_label.items())]
-        picked = []
-        while len(picked) < size:
-            picked += [index for queue in queues for index in [next(queue, None)] if index is not None]
-        chosen = sorted(picked[:size])
-    with (folder / "labeled.csv").open("w", encoding="utf-8", newline="") as file:
-        writer = csv.DictWriter(file, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows[i] for i in chosen)
-    return len(chosen)
 
 
 def _max_predictions(sequence_length):

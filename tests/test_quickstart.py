@@ -6,12 +6,12 @@ import json
 import keras
 import pytest
 
-from keras_bert_app import cli, quickstart
+from keras_bert_app import cli, quickstart, quickstart_corpus
 
 
 def test_split_sentences_by_the_simple_rule():
     text = 'Rates rose 0.5%. Shares fell! Why? "We will act." Mr Smith said 3.5 was low. 2005 was good.'
-    assert quickstart.split_sentences(text) == [
+    assert quickstart_corpus.split_sentences(text) == [
         "Rates rose 0.5%.", "Shares fell!", "Why?", '"We will act."', "Mr Smith said 3.5 was low.", "2005 was good.",
     ]
 
@@ -21,7 +21,7 @@ def test_read_documents_accepts_both_layouts(tmp_path):
     one_a_line.write_text("First one.\nSecond one.\n\n\nOther doc.\n")
     paragraphs = tmp_path / "b.txt"
     paragraphs.write_text("A paragraph here. And more of it.\n")
-    assert quickstart.read_documents([one_a_line, paragraphs]) == [
+    assert quickstart_corpus.read_documents([one_a_line, paragraphs]) == [
         ["First one.", "Second one."], ["Other doc."], ["A paragraph here.", "And more of it."],
     ]
 
@@ -97,7 +97,7 @@ def test_tiny_quickstart_end_to_end(tmp_path):
     # The train split only feeds pretraining: no dev article text in the corpus.
     corpus_lines = set((output / "data" / "corpus.txt").read_text().splitlines())
     with (output / "data" / "dev.csv").open(newline="") as file:
-        dev_firsts = [quickstart.split_sentences(row["text"])[0] for row in csv.DictReader(file)]
+        dev_firsts = [quickstart_corpus.split_sentences(row["text"])[0] for row in csv.DictReader(file)]
     assert sum(first in corpus_lines for first in dev_firsts) < len(dev_firsts) / 2
     # A rerun continues: every stage is already done.
     marker_times = {p.name: p.stat().st_mtime for p in (output / "stages").iterdir()}
@@ -113,7 +113,7 @@ def test_labeled_subset_is_balanced_over_topics_and_reproducible(tmp_path):
         writer.writerows((f"{topic} article {i}", topic) for topic, count in rows for i in range(count))
 
     def subset(size, seed=0):
-        assert quickstart._write_labeled_subset(tmp_path, size, seed) == (min(size, 45) if size else 45)
+        assert quickstart_corpus.write_labeled_subset(tmp_path, size, seed) == (min(size, 45) if size else 45)
         with (tmp_path / "labeled.csv").open(newline="") as file:
             return [(row["text"], row["label"]) for row in csv.DictReader(file)]
 

@@ -27,7 +27,9 @@ def packed_dataset(dataset, pack, num_examples, batch_size, shuffle=False, seed=
     import tensorflow as tf
 
     dataset = dataset.batch(PACK_BATCH_SIZE).map(pack, num_parallel_calls=tf.data.AUTOTUNE)
-    dataset = dataset.unbatch().cache()
+    # `unbatch` hides the size; stating it lets `fit` know the epoch length
+    # (no "ran out of data" warning) and fails loudly if it is wrong.
+    dataset = dataset.unbatch().apply(tf.data.experimental.assert_cardinality(num_examples)).cache()
     if shuffle:
         dataset = dataset.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True)
     return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)

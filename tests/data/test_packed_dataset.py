@@ -1,6 +1,7 @@
 """packed_dataset: packing runs once (cached), every epoch sees every example once."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_bert_app.data.packed_dataset import packed_dataset
@@ -30,3 +31,11 @@ def test_shuffled_epochs_hold_every_example_once_in_new_orders():
         np.testing.assert_array_equal(np.sort(np.floor(epoch)), np.arange(50))
         np.testing.assert_array_equal(np.sort(epoch), np.sort(epochs[0]))  # the cached values
     assert not np.array_equal(epochs[0], epochs[1])
+
+
+def test_epoch_length_is_known_to_fit_and_a_wrong_count_fails():
+    dataset = packed_dataset(tf.data.Dataset.range(10), _noisy_pack, 10, batch_size=4, shuffle=True, seed=0)
+    assert int(dataset.cardinality()) == 3  # fit sizes its epochs without running out of data
+    wrong = packed_dataset(tf.data.Dataset.range(10), _noisy_pack, 12, batch_size=4)
+    with pytest.raises(tf.errors.FailedPreconditionError):
+        _epochs(wrong, 1)
