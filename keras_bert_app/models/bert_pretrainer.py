@@ -12,6 +12,7 @@ from keras_bert_app.layers.masked_lm_head import MaskedLMHead
 from keras_bert_app.layers.next_sentence_head import NextSentenceHead
 from keras_bert_app.models.bert_encoder import INPUT_NAMES, BertEncoder
 from keras_bert_app.training.optimizer import create_optimizer
+from keras_bert_app.training.xla import resolve_jit_compile
 
 HEAD_WEIGHTS_FILE = "pretrainer.weights.h5"
 # The paper's pretraining recipe (Devlin et al. 2018, appendix A.2).
@@ -100,9 +101,14 @@ class BertPretrainer(keras.Model):
         loss="auto",
         metrics="auto",
         weighted_metrics="auto",
+        jit_compile="auto",
         **kwargs,
     ):
-        """`keras.Model.compile` with the paper's recipe for every "auto"."""
+        """`keras.Model.compile` with the paper's recipe for every "auto".
+
+        "auto" `jit_compile` is XLA on TensorFlow and JAX, CPU included
+        (`keras_bert_app.training.xla`).
+        """
         if optimizer == "auto":
             optimizer = create_optimizer(
                 PAPER_LEARNING_RATE, total_steps=PAPER_TOTAL_STEPS, warmup_steps=PAPER_WARMUP_STEPS
@@ -125,6 +131,7 @@ class BertPretrainer(keras.Model):
             loss=loss,
             metrics=metrics,
             weighted_metrics=weighted_metrics,
+            jit_compile=resolve_jit_compile(jit_compile),
             **kwargs,
         )
 

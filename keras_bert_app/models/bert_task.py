@@ -4,6 +4,7 @@ import keras
 
 from keras_bert_app import presets
 from keras_bert_app.models.bert_encoder import BertEncoder
+from keras_bert_app.training.xla import resolve_jit_compile
 
 TASK_WEIGHTS_FILE = "task.weights.h5"
 
@@ -21,6 +22,10 @@ class BertTask(keras.Model):
     def head_config(self):
         """The head's constructor arguments (everything but the encoder)."""
         return {}
+
+    def compile(self, *args, jit_compile="auto", **kwargs):
+        """`keras.Model.compile`; "auto" `jit_compile` is XLA on TensorFlow and JAX, CPU included."""
+        super().compile(*args, jit_compile=resolve_jit_compile(jit_compile), **kwargs)
 
     def get_config(self):
         return {

@@ -66,6 +66,7 @@ def add_common_arguments(parser, learning_rate=2e-5, epochs=3, batch_size=32, se
         help=f"tokens per packed example; longer ones are truncated (default {sequence_length})",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of initialisation, dropout and shuffling")
+    parser.add_argument("--no-jit-compile", action="store_true", help="turn XLA off (default: on for TensorFlow and JAX, CPU included)")
 
 
 class _Task:
@@ -170,7 +171,7 @@ def finetune(spec, args):
     steps_per_epoch = -(-len(train) // args.batch_size)
     total_steps = steps_per_epoch * args.epochs
     model = data.build_model(args.preset)
-    model.compile(learning_rate=args.learning_rate, total_steps=total_steps)
+    model.compile(learning_rate=args.learning_rate, total_steps=total_steps, jit_compile=not args.no_jit_compile and "auto")
     print(
         f"Fine-tuning {type(model).__name__} ({model.count_params():,} parameters) for "
         f"{args.epochs} epochs x {steps_per_epoch} steps, batch {args.batch_size}, "

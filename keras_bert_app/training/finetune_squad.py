@@ -79,7 +79,10 @@ def run(args):
 
     model = BertQuestionAnswerer.from_preset(args.preset)
     steps_per_epoch = -(-len(train_features) // args.batch_size)
-    model.compile(learning_rate=args.learning_rate, total_steps=steps_per_epoch * args.epochs)
+    model.compile(
+        learning_rate=args.learning_rate, total_steps=steps_per_epoch * args.epochs,
+        jit_compile=not args.no_jit_compile and "auto",
+    )
     print(
         f"Fine-tuning BertQuestionAnswerer ({model.count_params():,} parameters) for "
         f"{args.epochs} epochs x {steps_per_epoch} steps, batch {args.batch_size}, "

@@ -45,7 +45,7 @@ def add_arguments(parser):
     parser.add_argument("--strategy", default="auto", help="auto, tpu, mirrored, multi_worker, cpu, data_parallel, model_parallel")
     parser.add_argument("--tpu", default=None, help="TPU name or grpc:// address (for --strategy tpu)")
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16")
-    parser.add_argument("--no-jit-compile", action="store_true", help="turn XLA compilation off")
+    parser.add_argument("--no-jit-compile", action="store_true", help="turn XLA off (default: on for TensorFlow and JAX, CPU included)")
     parser.add_argument("--no-nsp", action="store_true", help="masked LM only (no NSP head)")
     parser.add_argument("--max-seq-length", type=int, default=None, help="--corpus: default 128; --data: read from the records")
     parser.add_argument("--max-predictions", type=int, default=None, help="--corpus: default 20; --data: read from the records")
@@ -192,6 +192,7 @@ def _build_pretrainer(args, resuming):
     from keras_bert_app.models.bert_encoder import BertEncoder
     from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
     from keras_bert_app.training.optimizer import create_optimizer
+    from keras_bert_app.training.xla import default_jit_compile
 
     has_weights = presets.weights_path(args.preset) is not None
     builtin = args.preset in presets.names() and not pathlib.Path(args.preset).is_dir()
@@ -223,7 +224,7 @@ def _build_pretrainer(args, resuming):
             name=args.optimizer,
             accumulation_steps=args.accumulation_steps,
         ),
-        jit_compile=False if args.no_jit_compile else "auto",
+        jit_compile=not args.no_jit_compile and default_jit_compile(),
     )
     return pretrainer
 
