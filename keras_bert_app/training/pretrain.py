@@ -21,8 +21,10 @@ RUN_CONFIG_FILE = "run_config.json"
 RUN_KEYS = (
     "preset", "data", "corpus", "batch_size", "steps", "learning_rate", "warmup_steps",
     "optimizer", "weight_decay", "accumulation_steps", "mixed_precision", "no_nsp",
-    "max_seq_length", "max_predictions", "seed", "checkpoint_every",
+    "max_seq_length", "max_predictions", "seed", "checkpoint_every", "output_bias_init",
 )
+# Values of run keys added later, for run folders written before them.
+RUN_KEY_DEFAULTS = {"output_bias_init": "zeros"}
 DATA_FEATURES = (
     "input_ids", "input_mask", "segment_ids", "masked_lm_positions",
     "masked_lm_ids", "masked_lm_weights", "next_sentence_labels",
@@ -51,6 +53,11 @@ def add_arguments(parser):
     parser.add_argument("--max-predictions", type=int, default=None, help="--corpus: default 20; --data: read from the records")
     parser.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (divides --steps; default near 1000)")
     parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument(
+        "--output-bias-init", choices=("zeros", "unigram"), default="zeros",
+        help="masked-LM output bias at the start: zeros (the paper) or the log frequencies of the "
+        "data's masked tokens, which keeps short runs from collapsing rare words' embeddings",
+    )
     parser.add_argument("--peak-tflops", type=float, default=None, help="peak TFLOP/s of all devices, for MFU (default: detected)")
     parser.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Keras progress: 1 bar, 2 line per epoch")
 
@@ -83,6 +90,8 @@ def run(args):
     print(f"Distribution: {distribution.name}, {distribution.num_replicas} replica(s), global batch {args.batch_size}.")
     with distribution.scope():
         pretrainer = _build_pretrainer(args, resuming)
+    if args.output_bias_init == "unigram" and not resuming:
+        _init_output_bias(args, pretrainer)
     if distribution.is_chief:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / RUN_CONFIG_FILE).write_text(json.dumps(run_config, indent=2) + "\n")
@@ -171,7 +180,7 @@ def _check_run_dir(run_dir, run_config, checkpoint_dir):
         differences = [
             f"{key}: {stored.get(key)!r} there, {run_config[key]!r} now"
             for key in RUN_KEYS
-            if stored.get(key) != run_config[key]
+            if stored.get(key, RUN_KEY_DEFAULTS.get(key)) != run_config[key]
         ]
         if differences:
             raise ValueError(
@@ -229,8 +238,29 @@ def _build_pretrainer(args, resuming):
     return pretrainer
 
 
-def _dataset(args):
-    """The global-batch dataset, repeated forever (fit stops after --steps).
+def _init_output_bias(args, pretrainer):
+    """`--output-bias-init unigram`: the bias of fresh heads at the data's log token frequencies."""
+    import numpy as np
+    from keras import ops
+
+    from keras_bert_app.training.output_bias import count_masked_targets, unigram_output_bias
+
+    bias = pretrainer.masked_lm_head.output_bias
+    if np.any(ops.convert_to_numpy(bias)):
+        raise ValueError(
+            f"--output-bias-init unigram starts fresh pretraining heads, but the heads of --preset "
+            f"{args.preset!r} are trained (their output bias is not zero): drop the option to continue from them."
+        )
+    counts = count_masked_targets(_dataset(args, repeat=False), pretrainer.encoder.vocabulary_size)
+    bias.assign(unigram_output_bias(counts))
+    print(
+        f"Masked-LM output bias set to the log frequencies of {int(counts.sum()):,} masked tokens "
+        f"({int(np.count_nonzero(counts)):,} distinct) of the data."
+    )
+
+
+def _dataset(args, repeat=True):
+    """The global-batch dataset, repeated forever (fit stops after --steps) or one pass.
 
     Full batches only, so every step has the same global batch (and splits
     evenly across replicas).
@@ -242,7 +272,7 @@ def _dataset(args):
         return pretraining_dataset(
             args.data, batches, max_seq_length=args.max_seq_length,
             max_predictions_per_seq=args.max_predictions, shuffle=True, seed=args.seed,
-            repeat=True, drop_remainder=True,
+            repeat=repeat, drop_remainder=True,
         )
     from keras_bert_app.data.dynamic_pretraining import dynamic_pretraining_dataset
     from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
@@ -252,7 +282,7 @@ def _dataset(args):
         args.corpus, tokenizer, batches, max_seq_length=args.max_seq_length,
         max_predictions_per_seq=args.max_predictions, seed=args.seed, drop_remainder=True,
     )
-    return dataset.repeat()
+    return dataset.repeat() if repeat else dataset
 
 
 def _train(args, pretrainer, distribution, run_dir, checkpoint_dir, preset_config):

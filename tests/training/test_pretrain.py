@@ -186,6 +186,7 @@ def test_bad_input_gives_one_clear_error_and_keeps_the_previous_run(tiny_run_inp
         "not a pretraining run folder": _command(preset, data, tmp_path / "occupied"),
         "no model.weights.h5": _command(tmp_path / "empty_preset", data, tmp_path / "b"),
         "must divide --steps": _command(preset, data, tmp_path / "c", steps=7),
+        "heads of --preset": _command(run_dir / "preset", data, tmp_path / "d", extra=("--output-bias-init", "unigram")),
     }
     (tmp_path / "occupied").mkdir()
     (tmp_path / "occupied" / "notes.txt").write_text("mine")
@@ -207,3 +208,27 @@ def test_records_with_other_features_or_lengths_are_clear_errors(tiny_run_inputs
     _, data = tiny_run_inputs
     assert _error_of(_command(preset, data, tmp_path / "b", extra=("--max-seq-length", "32"))) == 1
     assert "--max-seq-length is 32 but the records" in capsys.readouterr().err
+
+
+def test_unigram_output_bias_init_matches_the_records_target_frequencies(tiny_run_inputs, tmp_path):
+    """The bias starts at the log frequencies of the masked targets, read here straight from the records."""
+    import h5py
+    import tensorflow as tf
+
+    from keras_bert_app.training.output_bias import SMOOTHING
+
+    preset, data = tiny_run_inputs
+    argv = _command(preset, data, tmp_path / "run", steps=2, extra=("--output-bias-init", "unigram", "--learning-rate", "1e-12"))
+    code, log = _finish(_run_cli(argv))
+    assert code == 0, log[-3000:]
+    counts = np.zeros(VOCABULARY_SIZE)
+    for raw in tf.data.TFRecordDataset(str(data)):
+        feature = tf.train.Example.FromString(raw.numpy()).features.feature
+        ids = np.array(feature["masked_lm_ids"].int64_list.value)
+        weights = np.array(feature["masked_lm_weights"].float_list.value)
+        np.add.at(counts, ids[weights > 0], 1)
+    assert f"log frequencies of {int(counts.sum())} masked tokens" in log.replace(",", "")
+    expected = np.log((counts + SMOOTHING) / (counts + SMOOTHING).sum())
+    with h5py.File(tmp_path / "run" / "preset" / "pretrainer.weights.h5", "r") as file:
+        bias = file["masked_lm_head/output_bias"][()]
+    np.testing.assert_allclose(bias, expected - expected.mean(), atol=1e-5)
