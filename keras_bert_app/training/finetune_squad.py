@@ -241,6 +241,7 @@ def run_predict(args):
     data = read_squad(args.data)
     tokenizer = BertTokenizer.from_preset(args.preset)
     model = BertQuestionAnswerer.from_preset(args.preset)
+    model.compile()  # XLA where `finetune squad` used it: the same logits, the same answers
     features = featurize(data, tokenizer, settings, training=False)
     print(_summary("input", data, features))
     start_logits, end_logits = predict_logits(model, features, args.batch_size)

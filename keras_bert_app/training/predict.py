@@ -29,6 +29,7 @@ def run(args):
         raise ValueError(f"{args.input}: no examples to predict.")
     print(data.summary("input", examples))
     model = data.build_model(args.preset)
+    model.compile()  # XLA where `finetune` used it: the same logits as its dev predictions
     predictions, logits = data.predict(model, examples, args.batch_size)
     output = pathlib.Path(args.output).expanduser()
     output.parent.mkdir(parents=True, exist_ok=True)
