@@ -201,7 +201,6 @@ def _build_pretrainer(args, resuming):
     from keras_bert_app.models.bert_encoder import BertEncoder
     from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
     from keras_bert_app.training.optimizer import create_optimizer
-    from keras_bert_app.training.xla import default_jit_compile
 
     has_weights = presets.weights_path(args.preset) is not None
     builtin = args.preset in presets.names() and not pathlib.Path(args.preset).is_dir()
@@ -233,7 +232,7 @@ def _build_pretrainer(args, resuming):
             name=args.optimizer,
             accumulation_steps=args.accumulation_steps,
         ),
-        jit_compile=not args.no_jit_compile and default_jit_compile(),
+        jit_compile=not args.no_jit_compile and "auto",  # "auto": XLA on TF and JAX (training/xla.py)
     )
     return pretrainer
 
