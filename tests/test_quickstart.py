@@ -87,6 +87,13 @@ def test_tiny_quickstart_end_to_end(tmp_path):
     assert f"| dev accuracy, pretrained encoder | {pretrained:.4f} |" in report
     assert f"| dev accuracy, random encoder | {random:.4f} |" in report
     assert "masked LM accuracy" in report
+    # The feature-based rows: both encoders, both poolings, as the stage measured them.
+    probe = json.loads((output / "stages" / "features.json").read_text())
+    for name in ("pretrained", "random"):
+        for pooling, label in (("cls", "[CLS]"), ("mean", "mean of the tokens")):
+            accuracy = probe[f"{name}_{pooling}"]
+            assert 0.0 <= accuracy <= 1.0
+            assert f"| dev accuracy, frozen {label} features + logistic regression, {name} encoder | {accuracy:.4f} |" in report
     # The model is the preset's config with the vocabulary learned from the corpus.
     vocabulary = (output / "data" / "vocab.txt").read_text().splitlines()
     config = json.loads((output / "model_preset" / "config.json").read_text())

@@ -1,0 +1,68 @@
+"""The linear probe: logistic regression against scikit-learn, features from a real encoder call."""
+
+import numpy as np
+import pytest
+
+from keras_bert_app.evaluation import linear_probe
+
+
+def _blobs(n, d, k, seed, spread=1.5):
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(k, d)) * spread
+    labels = rng.integers(0, k, size=n)
+    return centers[labels] + rng.normal(size=(n, d)), labels
+
+
+@pytest.mark.parametrize("C", [0.05, 1.0, 20.0])
+def test_logistic_regression_matches_scikit_learn(C):
+    sklearn_linear_model = pytest.importorskip("sklearn.linear_model")
+    features, labels = _blobs(150, 7, 4, seed=3)
+    weights, intercept = linear_probe.fit_logistic_regression(features, labels, 4, C=C)
+    reference = sklearn_linear_model.LogisticRegression(C=C, tol=1e-12, max_iter=100000).fit(features, labels)
+    np.testing.assert_allclose(weights.T, reference.coef_, atol=2e-4, rtol=1e-4)
+    logits = features @ weights + intercept
+    probabilities = np.exp(logits - logits.max(1, keepdims=True))
+    probabilities /= probabilities.sum(1, keepdims=True)
+    np.testing.assert_allclose(probabilities, reference.predict_proba(features), atol=1e-5)
+
+
+def test_probe_accuracy_tells_informative_from_random_features():
+    features, labels = _blobs(400, 16, 5, seed=0)
+    names = np.array(["business", "entertainment", "politics", "sports", "tech"])[labels]
+    informative = linear_probe.probe_accuracy(features[:200], list(names[:200]), features[200:], list(names[200:]))
+    noise = np.random.default_rng(1).normal(size=features.shape)
+    uninformative = linear_probe.probe_accuracy(noise[:200], list(names[:200]), noise[200:], list(names[200:]))
+    assert informative > 0.9
+    assert uninformative < 0.4
+    # Deterministic: no seed in the fit.
+    assert informative == linear_probe.probe_accuracy(features[:200], list(names[:200]), features[200:], list(names[200:]))
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        linear_probe.probe_accuracy(np.zeros((3, 2)), ["a", "a", "a"], np.zeros((1, 2)), ["a"])
+    with pytest.raises(ValueError, match=r"labels must lie in \[0, 2\)"):
+        linear_probe.fit_logistic_regression(np.zeros((2, 2)), np.array([0, 2]), 2)
+    with pytest.raises(ValueError, match="features must be"):
+        linear_probe.fit_logistic_regression(np.zeros((2, 2)), np.array([0, 1, 1]), 2)
+
+
+def test_encoder_features_pool_the_last_layer_over_real_tokens():
+    import keras
+
+    from keras_bert_app import BertEncoder, BertPreprocessor
+    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "bank", "rates", "rose", "team", "won", "."]
+    keras.utils.set_random_seed(0)
+    encoder = BertEncoder(vocabulary_size=len(vocabulary), num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16, max_sequence_length=16)
+    preprocessor = BertPreprocessor(BertTokenizer(vocabulary=vocabulary), sequence_length=12)
+    texts = ["the bank rates rose .", "team won", "the team won the bank rates ."]
+    features = linear_probe.encoder_features(encoder, preprocessor, texts, batch_size=2)
+    assert features["cls"].shape == features["mean"].shape == (3, 8)
+    inputs = {key: np.asarray(value) for key, value in preprocessor(texts[1:2]).items()}
+    sequence = np.asarray(encoder(inputs, training=False)["sequence_output"])[0]
+    real = inputs["padding_mask"][0].astype(bool)
+    assert real.sum() == 4  # [CLS] team won [SEP]: padding is left out of the mean
+    np.testing.assert_allclose(features["mean"][1], sequence[real].mean(0), atol=1e-5)
+    np.testing.assert_allclose(features["cls"][1], sequence[0], atol=1e-5)
