@@ -19,7 +19,8 @@ Stages, each a `keras-bert-app` command run in-process, writing into
    vocabulary learned from the corpus), so the value of pretraining shows;
 5. `stages/features.json`: the feature-based comparison (paper section 5.3):
    a logistic regression on each encoder's frozen last-layer features
-   (`[CLS]`, and the mean over the tokens), with no seed in it;
+   (`[CLS]`, and the mean over the tokens): the classifier adds no seed
+   or schedule of its own;
 6. `serving/`: the pretrained-then-fine-tuned classifier exported for TF
    Serving, reloaded and run on a few raw sentences;
 7. `pretraining.png`, `finetuning.png` and, last, `report.md`.
@@ -334,7 +335,7 @@ def _finetune(args, output, preset, run_dir):
 
 
 def _probe(args, output):
-    """Dev accuracy of a logistic regression on each encoder's frozen features: no seed, no schedule."""
+    """Dev accuracy of a logistic regression on each encoder's frozen features (no seed or schedule of its own)."""
     import csv
 
     from keras_bert_app import BertEncoder, BertPreprocessor

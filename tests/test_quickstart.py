@@ -6,7 +6,7 @@ import json
 import keras
 import pytest
 
-from keras_bert_app import cli, quickstart, quickstart_corpus
+from keras_bert_app import cli, quickstart, quickstart_corpus, quickstart_report
 
 
 def test_split_sentences_by_the_simple_rule():
@@ -133,3 +133,10 @@ def test_labeled_subset_is_balanced_over_topics_and_reproducible(tmp_path):
     assert counts == {"a": 8, "b": 8, "c": 5}
     assert subset(12) == chosen and subset(12, seed=1) != chosen
     assert len(subset(0)) == 45  # 0: every article
+
+
+def test_report_reads_small_gaps_as_noise_and_counts_articles():
+    text = quickstart_report._reading(-0.1258, {"cls": 0.1056, "mean": 0.0090}, 445, 0.145)
+    assert "fine-tuned -12.6 points (-56 articles), behind" in text
+    assert "frozen `[CLS]` features +10.6 points (+47 articles), ahead" in text
+    assert "frozen mean features +0.9 points (+4 articles), within noise" in text

@@ -1,5 +1,7 @@
 """The linear probe: logistic regression against scikit-learn, features from a real encoder call."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -17,7 +19,9 @@ def _blobs(n, d, k, seed, spread=1.5):
 def test_logistic_regression_matches_scikit_learn(C):
     sklearn_linear_model = pytest.importorskip("sklearn.linear_model")
     features, labels = _blobs(150, 7, 4, seed=3)
-    weights, intercept = linear_probe.fit_logistic_regression(features, labels, 4, C=C)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Newton with the right Hessian converges in a few steps
+        weights, intercept = linear_probe.fit_logistic_regression(features, labels, 4, C=C, max_iterations=15)
     reference = sklearn_linear_model.LogisticRegression(C=C, tol=1e-12, max_iter=100000).fit(features, labels)
     np.testing.assert_allclose(weights.T, reference.coef_, atol=2e-4, rtol=1e-4)
     logits = features @ weights + intercept
@@ -34,8 +38,16 @@ def test_probe_accuracy_tells_informative_from_random_features():
     uninformative = linear_probe.probe_accuracy(noise[:200], list(names[:200]), noise[200:], list(names[200:]))
     assert informative > 0.9
     assert uninformative < 0.4
-    # Deterministic: no seed in the fit.
-    assert informative == linear_probe.probe_accuracy(features[:200], list(names[:200]), features[200:], list(names[200:]))
+    # One optimum: the order of the training rows does not matter.
+    order = np.random.default_rng(2).permutation(200)
+    shuffled = linear_probe.probe_accuracy(features[:200][order], list(names[:200][order]), features[200:], list(names[200:]))
+    assert shuffled == informative
+    # A constant feature is harmless; a dev label never seen in training counts as an error.
+    with_constant = np.concatenate([features, np.full((400, 1), 3.0)], axis=1)
+    assert linear_probe.probe_accuracy(with_constant[:200], list(names[:200]), with_constant[200:], list(names[200:])) == informative
+    unseen = list(names[200:])
+    unseen[:50] = ["weather"] * 50
+    assert abs(linear_probe.probe_accuracy(features[:200], list(names[:200]), features[200:], unseen) - (informative - 50 / 200)) <= 1 / 200 + 1e-9
 
 
 def test_bad_input_is_named():
@@ -45,8 +57,13 @@ def test_bad_input_is_named():
         linear_probe.fit_logistic_regression(np.zeros((2, 2)), np.array([0, 2]), 2)
     with pytest.raises(ValueError, match="features must be"):
         linear_probe.fit_logistic_regression(np.zeros((2, 2)), np.array([0, 1, 1]), 2)
+    with pytest.raises(ValueError, match="one row per label"):
+        linear_probe.probe_accuracy(np.zeros((2, 2)), ["a", "b"], np.zeros((3, 2)), ["a"])
+    with pytest.raises(ValueError, match="NaN"):
+        linear_probe.probe_accuracy(np.array([[0.0], [np.nan]]), ["a", "b"], np.zeros((1, 1)), ["a"])
 
 
+@pytest.mark.all_backends
 def test_encoder_features_pool_the_last_layer_over_real_tokens():
     import keras
 
@@ -61,8 +78,9 @@ def test_encoder_features_pool_the_last_layer_over_real_tokens():
     features = linear_probe.encoder_features(encoder, preprocessor, texts, batch_size=2)
     assert features["cls"].shape == features["mean"].shape == (3, 8)
     inputs = {key: np.asarray(value) for key, value in preprocessor(texts[1:2]).items()}
-    sequence = np.asarray(encoder(inputs, training=False)["sequence_output"])[0]
+    sequence = keras.ops.convert_to_numpy(encoder(inputs, training=False)["sequence_output"])[0]
     real = inputs["padding_mask"][0].astype(bool)
     assert real.sum() == 4  # [CLS] team won [SEP]: padding is left out of the mean
     np.testing.assert_allclose(features["mean"][1], sequence[real].mean(0), atol=1e-5)
     np.testing.assert_allclose(features["cls"][1], sequence[0], atol=1e-5)
+    assert linear_probe.encoder_features(encoder, preprocessor, [])["mean"].shape == (0, 8)
