@@ -106,8 +106,9 @@ class BertPretrainer(keras.Model):
     ):
         """`keras.Model.compile` with the paper's recipe for every "auto".
 
-        "auto" `jit_compile` is XLA on TensorFlow and JAX, CPU included
-        (`keras_bert_app.training.xla`).
+        "auto" `jit_compile` is XLA on TensorFlow and JAX, CPU included,
+        except under a multi-replica `tf.distribute` strategy, where Keras
+        decides (`keras_bert_app.training.xla`).
         """
         if optimizer == "auto":
             optimizer = create_optimizer(
@@ -131,7 +132,7 @@ class BertPretrainer(keras.Model):
             loss=loss,
             metrics=metrics,
             weighted_metrics=weighted_metrics,
-            jit_compile=resolve_jit_compile(jit_compile),
+            jit_compile=resolve_jit_compile(jit_compile, self),
             **kwargs,
         )
 

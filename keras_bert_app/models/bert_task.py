@@ -25,7 +25,7 @@ class BertTask(keras.Model):
 
     def compile(self, *args, jit_compile="auto", **kwargs):
         """`keras.Model.compile`; "auto" `jit_compile` is XLA on TensorFlow and JAX, CPU included."""
-        super().compile(*args, jit_compile=resolve_jit_compile(jit_compile), **kwargs)
+        super().compile(*args, jit_compile=resolve_jit_compile(jit_compile, self), **kwargs)
 
     def get_config(self):
         return {

@@ -47,6 +47,25 @@ def test_auto_means_xla_on_tensorflow_and_jax_and_none_on_torch():
     assert classifier.jit_compile is XLA  # Keras' own "auto" is False for TensorFlow on CPU
 
 
+def test_auto_is_left_to_keras_under_a_multi_replica_tensorflow_strategy():
+    """XLA on CPU cannot compile MirroredStrategy's collectives (the large tests run the real thing)."""
+
+    class Strategy:
+        def __init__(self, replicas):
+            self.num_replicas_in_sync = replicas
+
+    class Model:
+        def __init__(self, replicas):
+            self.distribute_strategy = Strategy(replicas)
+
+    if keras.config.backend() == "tensorflow":
+        assert resolve_jit_compile("auto", Model(2)) == "auto"
+        assert resolve_jit_compile("auto", Model(1)) is True
+        assert resolve_jit_compile(False, Model(2)) is False
+    else:  # keras.distribution on JAX compiles as usual; torch has no XLA
+        assert resolve_jit_compile("auto", Model(2)) is XLA
+
+
 @pytest.mark.skipif(
     keras.config.backend() != "tensorflow",
     reason="only TensorFlow changes: Keras' 'auto' already compiles JAX with XLA, and torch has none",
