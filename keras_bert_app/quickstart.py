@@ -336,24 +336,25 @@ def _finetune(args, output, preset, run_dir):
 
 def _probe(args, output):
     """Dev accuracy of a logistic regression on each encoder's frozen features (no seed or schedule of its own)."""
-    import csv
-
     from keras_bert_app import BertEncoder, BertPreprocessor
+    from keras_bert_app.data.text_classification import read_text_classification
     from keras_bert_app.evaluation.linear_probe import encoder_features, probe_accuracy
 
-    def read(name):
-        with (output / "data" / name).open(encoding="utf-8", newline="") as file:
-            rows = list(csv.DictReader(file))
-        return [row["text"] for row in rows], [row["label"] for row in rows]
-
-    (train_texts, train_labels), (dev_texts, dev_labels) = read("labeled.csv"), read("dev.csv")
+    # The same reader and label ids as `finetune classify`.
+    train_examples = read_text_classification(output / "data" / "labeled.csv", "text", "label")
+    dev_examples = read_text_classification(
+        output / "data" / "dev.csv", "text", "label", label_names=train_examples.label_names
+    )
     preprocessor = BertPreprocessor.from_preset(output / MODEL_PRESET_DIR, sequence_length=args.sequence_length)
     result = {}
     for name, preset in (("pretrained", output / "pretrain" / "preset"), ("random", output / MODEL_PRESET_DIR)):
         encoder = BertEncoder.from_preset(preset)
-        train, dev = encoder_features(encoder, preprocessor, train_texts), encoder_features(encoder, preprocessor, dev_texts)
+        train = encoder_features(encoder, preprocessor, train_examples.texts)
+        dev = encoder_features(encoder, preprocessor, dev_examples.texts)
         for pooling in train:
-            result[f"{name}_{pooling}"] = probe_accuracy(train[pooling], train_labels, dev[pooling], dev_labels)
+            result[f"{name}_{pooling}"] = probe_accuracy(
+                train[pooling], train_examples.labels, dev[pooling], dev_examples.labels
+            )
             print(f"  {name:<10} encoder, {pooling:<4} features: dev accuracy {result[f'{name}_{pooling}']:.4f}")
     return result
 
