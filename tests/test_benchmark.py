@@ -101,3 +101,18 @@ def test_bad_arguments_fail_with_a_clear_message(tmp_path, capsys, extra, messag
     assert status == 1
     assert message in capsys.readouterr().err
     assert not output.exists()
+
+
+def test_fused_attention_option_reaches_our_encoder(tmp_path, capsys, monkeypatch):
+    """`--fused-attention`: our forward pass goes through keras.ops.dot_product_attention."""
+    calls = []
+    original = keras.ops.dot_product_attention
+    monkeypatch.setattr(keras.ops, "dot_product_attention", lambda *a, **k: calls.append(1) or original(*a, **k))
+    status, output = _run(tmp_path, "--skip-hf")
+    assert status == 0, capsys.readouterr().out
+    assert calls == [] and json.loads(output.read_text())["settings"]["fused_attention"] is False
+    status, output = _run(tmp_path, "--skip-hf", "--fused-attention")
+    assert status == 0, capsys.readouterr().out
+    assert len(calls) >= presets.read_config("bert_tiny_uncased")["encoder"]["num_layers"]
+    assert json.loads(output.read_text())["settings"]["fused_attention"] is True
+    assert "fused attention True" in capsys.readouterr().out

@@ -82,6 +82,11 @@ def add_arguments(parser):
     )
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16 (HF: torch autocast bf16)")
     parser.add_argument(
+        "--fused-attention", action="store_true",
+        help="ours with BertEncoder(fused_attention=True): keras.ops.dot_product_attention, the backend's "
+        "fused kernel (torch SDPA, cuDNN flash attention on JAX GPUs) at inference and without attention dropout",
+    )
+    parser.add_argument(
         "--peak-tflops", type=float, default=None,
         help="peak TFLOP/s for MFU (default: the vendor dense bf16 peak of a known "
         "accelerator, else a float32 matmul measured on this CPU in this run)",
@@ -117,7 +122,7 @@ def run(args):
         f"bench: {args.preset} (random weights), seq {args.sequence_length}, training batch "
         f"{args.batch_size} with {args.max_predictions} masked positions, inference batches "
         f"{spec['inference_batch_sizes']}, {args.warmup} warmup + {args.steps} timed steps, "
-        f"jit {args.jit}, mixed precision {args.mixed_precision}",
+        f"jit {args.jit}, mixed precision {args.mixed_precision}, fused attention {args.fused_attention}",
         flush=True,
     )
     cpu_peaks = []

@@ -45,6 +45,7 @@ def worker_spec(args):
         "warmup": args.warmup,
         "jit": args.jit,
         "mixed_precision": args.mixed_precision,
+        "fused_attention": getattr(args, "fused_attention", False),
     }
     return spec, backends
 

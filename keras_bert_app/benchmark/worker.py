@@ -61,7 +61,9 @@ def measure_ours(spec, batch, inference_batches):
     from keras_bert_app.models.bert_pretrainer import BertPretrainer
 
     jit = spec["jit"] and keras.config.backend() != "torch"
-    encoder = BertEncoder.from_preset(spec["preset"], load_weights=False)
+    encoder = BertEncoder.from_preset(
+        spec["preset"], load_weights=False, fused_attention=spec.get("fused_attention", False)
+    )
     pretrainer = BertPretrainer(encoder)
     pretrainer.compile(jit_compile=jit)
     x = {**encoder_inputs(batch), "mask_positions": batch["mask_positions"]}

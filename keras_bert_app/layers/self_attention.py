@@ -16,11 +16,19 @@ class SelfAttention(keras.layers.Layer):
     Scores and softmax are computed in float32 (also under mixed precision);
     dropout is applied to the attention probabilities, as in BERT.
 
+    With `fused=True`, inference (and training without attention dropout)
+    calls `keras.ops.dot_product_attention`, the backend's fused kernel where
+    it has one (torch `scaled_dot_product_attention`, cuDNN flash attention
+    on JAX GPUs); it computes the same function. A fused kernel has no
+    dropout on the probabilities, so training with `dropout > 0` keeps the
+    explicit path.
+
     Args:
         num_heads: int. Number of heads A; `hidden_dim` must divide by it.
         hidden_dim: int. Model width H.
         dropout: float. Dropout on the attention probabilities.
         initializer_range: float. Stddev of the truncated-normal kernel init.
+        fused: bool. Use the backend's fused attention where dropout allows.
 
     Call args:
         hidden_states: float tensor [batch, seq, hidden_dim].
@@ -30,7 +38,7 @@ class SelfAttention(keras.layers.Layer):
         float tensor [batch, seq, hidden_dim].
     """
 
-    def __init__(self, num_heads, hidden_dim, dropout=0.1, initializer_range=0.02, **kwargs):
+    def __init__(self, num_heads, hidden_dim, dropout=0.1, initializer_range=0.02, fused=False, **kwargs):
         super().__init__(**kwargs)
         if hidden_dim % num_heads:
             raise ValueError(
@@ -42,6 +50,7 @@ class SelfAttention(keras.layers.Layer):
         self.head_dim = hidden_dim // num_heads
         self.dropout = dropout
         self.initializer_range = initializer_range
+        self.fused = bool(fused)
         kernel_initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
 
         def projection(name):
@@ -79,10 +88,17 @@ class SelfAttention(keras.layers.Layer):
         query = self.query_dense(hidden_states)  # (batch, seq, heads, head_dim)
         key = self.key_dense(hidden_states)
         value = self.value_dense(hidden_states)
-        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, heads, q, k)
-        scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
+        key_mask = None
         if padding_mask is not None:
             key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (batch, 1, 1, k)
+        if self.fused and not (training and self.dropout > 0):
+            context = ops.dot_product_attention(
+                query, key, value, mask=key_mask, scale=1.0 / math.sqrt(self.head_dim)
+            )  # (batch, q, heads, head_dim)
+            return self.output_dense(context)
+        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, heads, q, k)
+        scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
+        if key_mask is not None:
             scores = ops.where(key_mask, scores, MASKED_SCORE)
         probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
         probabilities = self.probabilities_dropout(probabilities, training=training)
@@ -100,6 +116,7 @@ class SelfAttention(keras.layers.Layer):
                 "hidden_dim": self.hidden_dim,
                 "dropout": self.dropout,
                 "initializer_range": self.initializer_range,
+                "fused": self.fused,
             }
         )
         return config

@@ -38,6 +38,7 @@ class TransformerBlock(keras.layers.Layer):
         dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        fused_attention=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -48,12 +49,14 @@ class TransformerBlock(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.fused_attention = bool(fused_attention)
         kernel_initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         self.attention = SelfAttention(
             num_heads,
             hidden_dim,
             dropout=dropout,
             initializer_range=initializer_range,
+            fused=fused_attention,
             dtype=self.dtype_policy,
             name="attention",
         )
@@ -109,6 +112,7 @@ class TransformerBlock(keras.layers.Layer):
                 "dropout": self.dropout,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,
+                "fused_attention": self.fused_attention,
             }
         )
         return config

@@ -32,6 +32,12 @@ class BertEncoder(keras.Model):
             "gelu_approximate" (tanh, the original TF code).
         layer_norm_epsilon: float. LayerNorm epsilon (1e-12).
         initializer_range: float. Stddev of the truncated-normal init (0.02).
+        fused_attention: bool. Compute attention with
+            `keras.ops.dot_product_attention`, the backend's fused kernel
+            where it has one (torch SDPA; cuDNN flash attention on JAX GPUs),
+            at inference and when attention dropout is off; same results
+            within float tolerance. An execution choice, not part of the
+            weights: `from_preset(..., fused_attention=True)`.
 
     Inputs: dict of int tensors [batch, seq]: `token_ids`, `segment_ids`,
     `padding_mask` (1 for real tokens, 0 for padding).
@@ -65,6 +71,7 @@ class BertEncoder(keras.Model):
         activation="gelu",
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        fused_attention=False,
         dtype=None,
         **kwargs,
     ):
@@ -89,6 +96,7 @@ class BertEncoder(keras.Model):
                 dropout=dropout,
                 layer_norm_epsilon=layer_norm_epsilon,
                 initializer_range=initializer_range,
+                fused_attention=fused_attention,
                 dtype=dtype,
                 name=f"transformer_layer_{index}",
             )
@@ -136,6 +144,7 @@ class BertEncoder(keras.Model):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.fused_attention = bool(fused_attention)
         self.embeddings = embeddings
         self.transformer_layers = blocks
         self.pooler = pooler
@@ -162,6 +171,7 @@ class BertEncoder(keras.Model):
             "activation": self.activation,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "initializer_range": self.initializer_range,
+            "fused_attention": self.fused_attention,
             "name": self.name,
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),

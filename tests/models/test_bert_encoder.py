@@ -123,6 +123,55 @@ def test_matches_numpy_reference(activation):
     assert_close(actual, expected, atol=1e-5)
 
 
+@pytest.fixture
+def fused_calls(monkeypatch):
+    """Counts calls of keras.ops.dot_product_attention (the fused path)."""
+    calls = []
+    original = keras.ops.dot_product_attention
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(keras.ops, "dot_product_attention", counting)
+    return calls
+
+
+def test_fused_attention_matches_numpy_reference(fused_calls):
+    encoder = kba.BertEncoder(**TINY, fused_attention=True)
+    inputs = make_inputs(batch=3, seq=9, seed=1)  # padded rows included
+    actual = keras.tree.map_structure(keras.ops.convert_to_numpy, encoder(inputs))
+    assert len(fused_calls) == TINY["num_layers"]  # one fused call per layer, none skipped
+    assert_close(actual, numpy_bert_forward(encoder, inputs), atol=1e-5)
+
+
+def test_fused_attention_training_keeps_attention_dropout(fused_calls):
+    """A fused kernel has no dropout: training with attention dropout takes the explicit path."""
+    inputs = make_inputs(batch=2, seq=8, seed=2)
+    encoder = kba.BertEncoder(**TINY, fused_attention=True, dropout=0.5)
+    encoder(inputs, training=True)
+    assert fused_calls == []
+    explicit = kba.BertEncoder(**TINY, dropout=0.0)
+    fused = kba.BertEncoder(**TINY, dropout=0.0, fused_attention=True)
+    fused.set_weights(explicit.get_weights())
+    assert_close(
+        keras.tree.map_structure(keras.ops.convert_to_numpy, fused(inputs, training=True)),
+        keras.tree.map_structure(keras.ops.convert_to_numpy, explicit(inputs, training=True)),
+        atol=1e-5,
+    )
+    assert len(fused_calls) == TINY["num_layers"]
+
+
+def test_fused_attention_is_an_execution_option(tmp_path):
+    """It survives get_config/from_config but is not written into a preset."""
+    encoder = kba.BertEncoder(**TINY, fused_attention=True)
+    assert kba.BertEncoder.from_config(encoder.get_config()).fused_attention is True
+    assert encoder.transformer_layers[0].attention.fused is True
+    folder = encoder.save_to_preset(tmp_path / "preset")
+    assert "fused_attention" not in json.loads((folder / "config.json").read_text())["encoder"]
+    assert kba.BertEncoder.from_preset(str(folder)).fused_attention is False
+    assert kba.BertEncoder.from_preset(str(folder), fused_attention=True).fused_attention is True
+
 def test_tiny_preset_parameter_count():
     encoder = kba.BertEncoder.from_preset("bert_tiny_uncased", load_weights=False)
     assert encoder.count_params() == 4_385_920
