@@ -20,7 +20,7 @@ timed; a row reports the median of the timed steps. It prints one table and
 writes JSON.
 
     keras-bert-app bench                                   # bert_base_uncased, all backends
-    keras-bert-app bench --backends jax --mixed-precision --peak-tflops 989 --skip-data
+    keras-bert-app bench --backends jax --mixed-precision --fused-attention --skip-data   # a GPU: bf16, cuDNN attention
     python tools/benchmark.py --preset bert_tiny_uncased --steps 2 --skip-data
 
 This module runs the command; the rest of `keras_bert_app.benchmark` holds
