@@ -19,8 +19,8 @@ class SelfAttention(keras.layers.Layer):
     With `fused=True`, inference (and training without attention dropout)
     calls `keras.ops.dot_product_attention`, the backend's fused kernel where
     it has one (torch `scaled_dot_product_attention`, cuDNN flash attention
-    on JAX GPUs); it computes the same function (float32: equal within
-    1e-6; under mixed_bfloat16 it keeps the backend's own precision, one
+    on JAX GPUs); it computes the same function (float32: equal up to
+    rounding; under mixed_bfloat16 it keeps the backend's own precision, one
     bfloat16 rounding step from the explicit path). A fused kernel has no
     dropout on the probabilities, so training with `dropout > 0` keeps the
     explicit path.
