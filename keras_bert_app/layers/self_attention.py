@@ -95,7 +95,8 @@ class SelfAttention(keras.layers.Layer):
             key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (batch, 1, 1, k)
         if self.fused and not (training and self.dropout > 0):
             context = ops.dot_product_attention(
-                query, key, value, mask=key_mask, scale=1.0 / math.sqrt(self.head_dim)
+                query, key, value, mask=key_mask, scale=1.0 / math.sqrt(self.head_dim),
+                flash_attention=_flash_attention_setting(),
             )  # (batch, q, heads, head_dim)
             return self.output_dense(context)
         scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, heads, q, k)
@@ -122,3 +123,18 @@ class SelfAttention(keras.layers.Layer):
             }
         )
         return config
+
+
+def _flash_attention_setting():
+    """`flash_attention` for `ops.dot_product_attention`: None lets the backend decide.
+
+    Except on TPUs under JAX: there Keras' splash-attention kernel takes one
+    mask for the whole batch (the first example's), which is wrong for
+    per-example padding, so the fused call keeps JAX's own attention.
+    """
+    if keras.config.backend() == "jax":
+        import jax
+
+        if jax.devices()[0].platform == "tpu":
+            return False
+    return None

@@ -162,6 +162,29 @@ def test_fused_attention_training_keeps_attention_dropout(fused_calls):
     assert len(fused_calls) == TINY["num_layers"]
 
 
+@pytest.mark.skipif(keras.config.backend() != "jax", reason="a JAX-only guard")
+def test_fused_attention_avoids_keras_tpu_splash_kernel(monkeypatch):
+    """On a TPU, Keras' splash kernel would apply the first example's padding to the whole batch."""
+    import jax
+
+    settings = []
+    original = keras.ops.dot_product_attention
+
+    def recording(*args, **kwargs):
+        settings.append(kwargs.get("flash_attention"))
+        return original(*args, **{**kwargs, "flash_attention": None})  # run it on this CPU
+
+    monkeypatch.setattr(keras.ops, "dot_product_attention", recording)
+    encoder = kba.BertEncoder(**TINY, fused_attention=True)
+    inputs = make_inputs(batch=2, seq=6)
+    encoder(inputs)
+    assert settings and all(setting is None for setting in settings)  # elsewhere the backend decides
+    settings.clear()
+    tpu = type("Device", (), {"platform": "tpu"})()
+    monkeypatch.setattr(jax, "devices", lambda *args: [tpu])
+    encoder(inputs)
+    assert settings == [False] * TINY["num_layers"]
+
 def test_fused_attention_is_an_execution_option(tmp_path):
     """It survives get_config/from_config but is not written into a preset."""
     encoder = kba.BertEncoder(**TINY, fused_attention=True)
