@@ -48,7 +48,7 @@ def test_auto_means_xla_on_tensorflow_and_jax_and_none_on_torch():
 
 
 def test_auto_is_left_to_keras_under_a_multi_replica_tensorflow_strategy():
-    """XLA on CPU cannot compile MirroredStrategy's collectives (the large tests run the real thing)."""
+    """XLA on CPU cannot compile MirroredStrategy's collectives (tests/training/test_distribution.py runs the real thing)."""
 
     class Strategy:
         def __init__(self, replicas):
