@@ -4,6 +4,7 @@ import csv
 import json
 import os
 
+from keras_bert_app.quickstart import DEFAULT_PRETRAIN_DROPOUT
 from keras_bert_app.quickstart import DEFAULT_PRETRAIN_LEARNING_RATE
 from keras_bert_app.quickstart import DEFAULT_SOURCES
 from keras_bert_app.quickstart import REPORT_FILE
@@ -104,6 +105,7 @@ def write_report(output, args, data, results, labeled, load_start):
         f"2. `create-pretraining-data`: {results['pretraining_data']['instances']} masked sentence-pair "
         f"instances of {args.sequence_length} tokens ({args.dupe_factor} masking passes) in `pretraining_data/`.",
         f"3. `pretrain`: {args.steps} steps, batch {args.batch_size}, learning rate {DEFAULT_PRETRAIN_LEARNING_RATE:g}, "
+        f"dropout {DEFAULT_PRETRAIN_DROPOUT:g} (fine-tuning: the config's), "
         "from `model_preset/`; run folder `pretrain/`, result `pretrain/preset/`.",
     ]
     if labeled:

@@ -99,6 +99,10 @@ def test_tiny_quickstart_end_to_end(tmp_path):
     config = json.loads((output / "model_preset" / "config.json").read_text())
     assert config["encoder"]["vocabulary_size"] == len(vocabulary) < 30522
     assert (output / "model_preset" / "vocab.txt").read_text().splitlines() == vocabulary
+    # Pretraining ran without dropout; the pretrained preset, which fine-tuning used, keeps the config's rate.
+    assert json.loads((output / "pretrain" / "run_config.json").read_text())["dropout"] == 0.0
+    pretrained_config = json.loads((output / "pretrain" / "preset" / "config.json").read_text())
+    assert pretrained_config["encoder"]["dropout"] == config["encoder"]["dropout"] > 0
     for plot in ("pretraining.png", "finetuning.png"):
         assert (output / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # The train split only feeds pretraining: no dev article text in the corpus.

@@ -21,10 +21,10 @@ RUN_CONFIG_FILE = "run_config.json"
 RUN_KEYS = (
     "preset", "data", "corpus", "batch_size", "steps", "learning_rate", "warmup_steps",
     "optimizer", "weight_decay", "accumulation_steps", "mixed_precision", "no_nsp",
-    "max_seq_length", "max_predictions", "seed", "checkpoint_every", "output_bias_init",
+    "max_seq_length", "max_predictions", "seed", "checkpoint_every", "output_bias_init", "dropout",
 )
 # Values of run keys added later, for run folders written before them.
-RUN_KEY_DEFAULTS = {"output_bias_init": "zeros"}
+RUN_KEY_DEFAULTS = {"output_bias_init": "zeros", "dropout": None}
 DATA_FEATURES = (
     "input_ids", "input_mask", "segment_ids", "masked_lm_positions",
     "masked_lm_ids", "masked_lm_weights", "next_sentence_labels",
@@ -57,6 +57,11 @@ def add_arguments(parser):
         "--output-bias-init", choices=("zeros", "unigram"), default="zeros",
         help="masked-LM output bias at the start: zeros (the paper) or the log frequencies of the "
         "data's masked tokens, which keeps short runs from collapsing rare words' embeddings",
+    )
+    parser.add_argument(
+        "--dropout", type=float, default=None,
+        help="dropout rate during this run (default: the preset's); the preset written at the end "
+        "keeps the starting preset's rate, the one fine-tuning uses",
     )
     parser.add_argument("--peak-tflops", type=float, default=None, help="peak TFLOP/s of all devices, for MFU (default: detected)")
     parser.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Keras progress: 1 bar, 2 line per epoch")
@@ -113,6 +118,8 @@ def _check_arguments(args):
             f"--checkpoint-every ({args.checkpoint_every}) must divide --steps ({args.steps}): "
             "training runs in equal segments between checkpoints."
         )
+    if args.dropout is not None and not 0 <= args.dropout < 1:
+        raise ValueError(f"--dropout must be in [0, 1); got {args.dropout}.")
     if args.corpus:
         missing = [pattern for pattern in args.corpus if not glob.glob(os.path.expanduser(pattern))]
         if missing:
@@ -202,6 +209,8 @@ def _build_pretrainer(args, resuming):
     from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
     from keras_bert_app.training.optimizer import create_optimizer
 
+    # --dropout changes this run's encoder only (see _write_preset).
+    overrides = {} if args.dropout is None else {"dropout": args.dropout}
     has_weights = presets.weights_path(args.preset) is not None
     builtin = args.preset in presets.names() and not pathlib.Path(args.preset).is_dir()
     if not has_weights and not builtin:
@@ -211,17 +220,17 @@ def _build_pretrainer(args, resuming):
             + ": pass a preset folder with weights, or a built-in name for fresh weights."
         )
     if resuming:
-        encoder = BertEncoder.from_preset(args.preset, load_weights=False)
+        encoder = BertEncoder.from_preset(args.preset, load_weights=False, **overrides)
         pretrainer = BertPretrainer(encoder, next_sentence_prediction=not args.no_nsp)
     elif has_weights:
         print(f"Starting from the weights of preset {args.preset!r}.")
         heads = presets.preset_dir(args.preset) / HEAD_WEIGHTS_FILE
         if not heads.is_file():
             print(f"  (no {HEAD_WEIGHTS_FILE} there: fresh pretraining heads)")
-        pretrainer = BertPretrainer.from_preset(args.preset, next_sentence_prediction=not args.no_nsp)
+        pretrainer = BertPretrainer.from_preset(args.preset, next_sentence_prediction=not args.no_nsp, **overrides)
     else:
         print(f"Preset {args.preset!r} has no weights here: starting from freshly initialised weights.")
-        encoder = BertEncoder.from_preset(args.preset, load_weights=False)
+        encoder = BertEncoder.from_preset(args.preset, load_weights=False, **overrides)
         pretrainer = BertPretrainer(encoder, next_sentence_prediction=not args.no_nsp)
     pretrainer.compile(
         optimizer=create_optimizer(
@@ -331,7 +340,12 @@ def _train(args, pretrainer, distribution, run_dir, checkpoint_dir, preset_confi
 
 
 def _write_preset(pretrainer, source_preset, folder, source_config):
-    """The run's result as a preset folder: config, vocabulary, encoder + head weights."""
+    """The run's result as a preset folder: config, vocabulary, encoder + head weights.
+
+    The encoder config keeps the starting preset's dropout rate: `--dropout`
+    is a choice of how to pretrain, and fine-tuning from the preset uses the
+    model's own rate.
+    """
     from keras_bert_app import presets
 
     temporary = folder.with_name(folder.name + ".tmp")
@@ -342,5 +356,9 @@ def _write_preset(pretrainer, source_preset, folder, source_config):
     presets.write_config_entry(temporary, "tokenizer", tokenizer)
     shutil.copyfile(presets.vocabulary_path(source_preset), temporary / tokenizer["vocabulary"])
     pretrainer.save_to_preset(temporary)
+    encoder_config = presets.read_config(temporary)["encoder"]
+    if "dropout" in source_config.get("encoder", {}):
+        encoder_config["dropout"] = source_config["encoder"]["dropout"]
+        presets.write_config_entry(temporary, "encoder", encoder_config)
     shutil.rmtree(folder, ignore_errors=True)
     temporary.rename(folder)

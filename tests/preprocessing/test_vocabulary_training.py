@@ -47,3 +47,43 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     ])
     assert status == 1
     assert "missing.txt" in capsys.readouterr().err
+
+
+def test_narrowed_threshold_search_fits_like_tensorflow_texts_in_fewer_passes(tmp_path, enwiki_lines, monkeypatch):
+    """`_learn` against tensorflow-text's own bisection over the same word counts."""
+    import collections
+
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    from keras_bert_app.preprocessing import vocabulary_training
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(enwiki_lines[:600]) + "\n", encoding="utf-8")
+    counts = collections.Counter()
+    for words in vocabulary_training.corpus_words([corpus]):
+        counts.update(words.numpy().tolist())
+    word_counts = [(word.decode("utf-8"), count) for word, count in counts.items()]
+    passes = []
+    learn_with_thresh = learner.learn_with_thresh
+    monkeypatch.setattr(learner, "learn_with_thresh", lambda *a: passes.append(a[1]) or learn_with_thresh(*a))
+
+    def both(size):
+        passes.clear()
+        ours = vocabulary_training._learn(learner.learn, word_counts, size, 10, max_unique_chars=1000)
+        ours_passes = len(passes)
+        passes.clear()
+        theirs = learner.learn(word_counts, size, list(SPECIAL_TOKENS), max_unique_chars=1000)
+        return ours, ours_passes, theirs, len(passes)
+
+    # A size the lowest threshold cannot reach (the quickstart's case): the
+    # lowest threshold's vocabulary in one pass. tensorflow-text's bisection
+    # ends there too, or one below it (it tries `lower - 1` as it closes).
+    ours, ours_passes, theirs, their_passes = both(50_000)
+    assert ours_passes == 1 < their_passes and passes[-1] in (9, 10)
+    assert 0.9 * len(theirs) <= len(ours) <= len(theirs), (len(ours), len(theirs))
+    # A reachable size: both within 5% below the target, ours in no more passes.
+    size = len(ours) // 2
+    ours, ours_passes, theirs, their_passes = both(size)
+    assert 0.95 * size <= len(ours) <= size and 0.95 * size <= len(theirs) <= size, (size, len(ours), len(theirs))
+    assert ours[: len(SPECIAL_TOKENS)] == list(SPECIAL_TOKENS)
+    assert ours_passes <= their_passes, (size, ours_passes, their_passes)

@@ -232,3 +232,36 @@ def test_unigram_output_bias_init_matches_the_records_target_frequencies(tiny_ru
     with h5py.File(tmp_path / "run" / "preset" / "pretrainer.weights.h5", "r") as file:
         bias = file["masked_lm_head/output_bias"][()]
     np.testing.assert_allclose(bias, expected - expected.mean(), atol=1e-5)
+
+
+def test_dropout_option_sets_the_runs_rate_and_the_preset_keeps_its_own(tiny_run_inputs, tmp_path):
+    """`--dropout 0` pretrains without dropout; the written preset keeps the starting preset's rate."""
+    import argparse
+    import shutil
+
+    import keras
+
+    from keras_bert_app import presets
+    from keras_bert_app.training import pretrain
+
+    source, data = tiny_run_inputs
+    preset = tmp_path / "preset_with_dropout"
+    shutil.copytree(source, preset)
+    presets.write_config_entry(preset, "encoder", {**presets.read_config(preset)["encoder"], "dropout": 0.25})
+    argv = _command(preset, data, tmp_path / "run", steps=2, extra=("--dropout", "0"))
+    code, log = _finish(_run_cli(argv))
+    assert code == 0, log[-3000:]
+    assert json.loads((tmp_path / "run" / "run_config.json").read_text())["dropout"] == 0.0
+    assert presets.read_config(tmp_path / "run" / "preset")["encoder"]["dropout"] == 0.25
+
+    parser = argparse.ArgumentParser()
+    pretrain.add_arguments(parser)
+    for flag, rate in ((("--dropout", "0"), 0.0), ((), 0.25)):
+        args = parser.parse_args(argv[1:-2] + list(flag))
+        pretrain._check_arguments(args)
+        pretrainer = pretrain._build_pretrainer(args, resuming=False)
+        rates = {layer.rate for layer in pretrainer.encoder._flatten_layers() if isinstance(layer, keras.layers.Dropout)}
+        assert pretrainer.encoder.dropout == rate and rates == {rate}
+    args = parser.parse_args(argv[1:-2] + ["--dropout", "1.5"])
+    with pytest.raises(ValueError, match=r"--dropout must be in \[0, 1\); got 1.5"):
+        pretrain._check_arguments(args)
