@@ -10,11 +10,11 @@ The learner keeps the subwords seen at least a threshold number of times, and
 looks for the threshold that gives the target size. Each threshold it tries
 costs a full learning pass in Python (seconds for a small corpus). It bisects
 the whole range from the lowest threshold (10) to the largest word count, yet
-the threshold that fits a vocabulary of a few thousand to 30,000 subwords sits
-near the bottom of that range. `_learn` first doubles the threshold upwards
-from the lowest one until the vocabulary fits, then lets the learner bisect
-only that last interval: 1 learning pass instead of 15 for the quickstart's
-BBC News corpus, with the same vocabulary.
+the threshold that fits a vocabulary of a few thousand to 30,000 subwords is
+usually far below the largest count. `_learn` first doubles the threshold
+upwards from the lowest one until the vocabulary fits, then lets the learner
+bisect only that last interval: 1 learning pass instead of 15 for the
+quickstart's BBC News corpus, with the same vocabulary.
 """
 
 import argparse
