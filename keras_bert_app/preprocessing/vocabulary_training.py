@@ -49,6 +49,14 @@ def corpus_words(corpus_files, lowercase=True):
     )
 
 
+def corpus_word_counts(corpus_files, lowercase=True):
+    """`[(word, count), ...]` of the normalised words of text files (empty for no words)."""
+    counts = collections.Counter()
+    for words in corpus_words(corpus_files, lowercase):
+        counts.update(words.numpy().tolist())
+    return [(word.decode("utf-8"), count) for word, count in counts.items()]
+
+
 def train_vocabulary(
     corpus_files,
     vocabulary_size,
@@ -90,10 +98,7 @@ def train_vocabulary(
             f"build-vocab: vocab size must be above {len(SPECIAL_TOKENS)} (the special "
             f"tokens), got {vocabulary_size}"
         )
-    counts = collections.Counter()
-    for words in corpus_words(corpus_files, lowercase):
-        counts.update(words.numpy().tolist())
-    word_counts = [(word.decode("utf-8"), count) for word, count in counts.items()]
+    word_counts = corpus_word_counts(corpus_files, lowercase)
     vocabulary = []
     if word_counts:
         vocabulary = _learn(

@@ -51,18 +51,13 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
 
 def test_narrowed_threshold_search_fits_like_tensorflow_texts_in_fewer_passes(tmp_path, enwiki_lines, monkeypatch):
     """`_learn` against tensorflow-text's own bisection over the same word counts."""
-    import collections
-
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
     from keras_bert_app.preprocessing import vocabulary_training
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(enwiki_lines[:600]) + "\n", encoding="utf-8")
-    counts = collections.Counter()
-    for words in vocabulary_training.corpus_words([corpus]):
-        counts.update(words.numpy().tolist())
-    word_counts = [(word.decode("utf-8"), count) for word, count in counts.items()]
+    word_counts = vocabulary_training.corpus_word_counts([corpus])
     passes = []
     learn_with_thresh = learner.learn_with_thresh
     monkeypatch.setattr(learner, "learn_with_thresh", lambda *a: passes.append(a[1]) or learn_with_thresh(*a))
