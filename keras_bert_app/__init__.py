@@ -6,7 +6,7 @@ data, export, convert) imports TensorFlow when first used.
 
 import importlib
 
-from keras_bert_app import presets
+from keras_bert_app import errors, presets
 
 __version__ = "0.1.0"
 
@@ -23,13 +23,27 @@ _PUBLIC = {
     # text side: imports TensorFlow on first use
     "BertTokenizer": "keras_bert_app.preprocessing.bert_tokenizer",
     "BertPreprocessor": "keras_bert_app.preprocessing.bert_preprocessor",
-    "train_vocabulary": "keras_bert_app.preprocessing.vocabulary_training",
-    "create_pretraining_data": "keras_bert_app.data.create_pretraining_data",
     "pretraining_dataset": "keras_bert_app.data.pretraining_records",
     "dynamic_pretraining_dataset": "keras_bert_app.data.dynamic_pretraining",
-    "export_for_serving": "keras_bert_app.export.serving",
     "create_optimizer": "keras_bert_app.training.optimizer",
     "create_distribution": "keras_bert_app.training.distribution",
+    # stage functions: typed keyword arguments, return their result, raise keras_bert_app.errors
+    "build_vocabulary": "keras_bert_app.preprocessing.vocabulary_training",
+    "train_vocabulary": "keras_bert_app.preprocessing.vocabulary_training",
+    "create_pretraining_data": "keras_bert_app.data.create_pretraining_data",
+    "pretrain": "keras_bert_app.training.pretrain",
+    "finetune": "keras_bert_app.training.finetune",
+    "FinetuneResult": "keras_bert_app.training.finetune",
+    "predict": "keras_bert_app.training.predict",
+    "evaluate": "keras_bert_app.training.predict",
+    "extract_features": "keras_bert_app.training.extract_features",
+    "evaluate_squad": "keras_bert_app.evaluation.squad_evaluate",
+    "convert_checkpoint": "keras_bert_app.convert.checkpoint",
+    "export_for_serving": "keras_bert_app.export.serving",
+    "quickstart": "keras_bert_app.demo.quickstart",
+    # tasks: one class per downstream task, chosen by name
+    "get_task": "keras_bert_app.tasks.registry",
+    "TASKS": "keras_bert_app.tasks.registry",
 }
 
 
@@ -43,4 +57,4 @@ def __dir__():
     return sorted(list(globals()) + list(_PUBLIC))
 
 
-__all__ = ["presets", *_PUBLIC]
+__all__ = ["errors", "presets", *_PUBLIC]

@@ -1,5 +1,8 @@
 """Resolve a preset: a built-in name or a preset folder on disk.
 
+This module imports nothing from the package (it is the bottom layer);
+foreign checkpoint folders are recognised above it, in `convert.resolve`.
+
 A preset folder holds:
 - `config.json`: `{"name", "description", "encoder": {BertEncoder config},
   "tokenizer": {"vocabulary": "vocab.txt", "lowercase": bool},
@@ -26,7 +29,13 @@ REQUIRED_ENCODER_KEYS = (
 
 
 class PresetError(ValueError):
-    """A preset name or folder that cannot be used."""
+    """A preset name or folder that cannot be used.
+
+    `convert.resolve` re-raises it as `resolve.PresetError`, which is also a
+    `keras_bert_app.errors.ArgumentError` naming the argument "preset".
+    """
+
+    argument = "preset"
 
 
 def _builtin_root():
@@ -72,13 +81,13 @@ def preset_dir(name_or_path):
 
 
 def read_config(name_or_path):
-    """The parsed `config.json` of a preset, checked for the encoder keys."""
-    folder = preset_dir(name_or_path)
-    from keras_bert_app.convert import detect  # imports no TensorFlow
+    """The parsed `config.json` of one of our presets, checked for the encoder keys.
 
-    foreign = detect.foreign_config(folder)  # HF folder, keras-hub preset, Google release
-    if foreign is not None:
-        return foreign
+    A foreign checkpoint folder (Hugging Face, keras-hub, an original Google
+    release) is read by `keras_bert_app.convert.resolve.read_config`, which
+    every `from_preset` goes through.
+    """
+    folder = preset_dir(name_or_path)
     config_path = folder / CONFIG_FILE
     if not config_path.is_file():
         raise PresetError(

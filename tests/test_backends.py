@@ -17,14 +17,18 @@ FORWARD = textwrap.dedent(
     """
     import sys, numpy as np, keras
     import keras_bert_app as kba
-    weights, inputs_file, output_file = sys.argv[1:4]
+    weights, inputs_file, output_file, preset = sys.argv[1:5]
     encoder = kba.BertEncoder(vocabulary_size=120, num_layers=3, num_heads=4, hidden_dim=32,
                               intermediate_dim=64, max_sequence_length=40)
     encoder.load_weights(weights)
     inputs = dict(np.load(inputs_file))
+    mask_positions = inputs.pop("mask_positions")
     out = encoder(inputs)
     arrays = {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}
     arrays.update({f"layer_{i}": x for i, x in enumerate(out["encoder_outputs"])})
+    # A pretrainer preset (encoder + heads in Keras' weights format) written by another backend.
+    heads = kba.BertPretrainer.from_preset(preset)({**inputs, "mask_positions": mask_positions})
+    arrays.update({"pretrainer_mlm": heads["mlm"], "pretrainer_nsp": heads["nsp"]})
     np.savez(output_file, **{k: keras.ops.convert_to_numpy(v) for k, v in arrays.items()})
     """
 )
@@ -67,12 +71,15 @@ def test_same_weights_same_outputs_on_every_backend(tmp_path):
             encoder = kba.BertEncoder(vocabulary_size=120, num_layers=3, num_heads=4, hidden_dim=32,
                                       intermediate_dim=64, max_sequence_length=40)
             # Larger-than-init weights make the comparison meaningful.
-            for v in encoder.weights:
+            pretrainer = kba.BertPretrainer(encoder)
+            for v in pretrainer.weights:
                 v.assign(keras.random.normal(v.shape, stddev=0.3, seed=len(v.path)))
             encoder.save_weights(sys.argv[1])
+            pretrainer.save_to_preset(sys.argv[2])
             """
         ),
         weights,
+        tmp_path / "pretrainer_preset",
     )
     rng = np.random.default_rng(0)
     lengths = np.array([40, 17, 5])
@@ -81,18 +88,23 @@ def test_same_weights_same_outputs_on_every_backend(tmp_path):
         "token_ids": rng.integers(1, 120, (3, 40)).astype("int32") * padding_mask,
         "segment_ids": (np.arange(40)[None] >= lengths[:, None] // 2).astype("int32") * padding_mask,
         "padding_mask": padding_mask,
+        "mask_positions": np.array([[1, 5, 39], [0, 3, 16], [1, 2, 4]], "int32"),
     }
     np.savez(tmp_path / "inputs.npz", **inputs)
     outputs = {}
     for backend in backends:
-        _run(backend, FORWARD, weights, tmp_path / "inputs.npz", tmp_path / f"{backend}.npz")
+        _run(backend, FORWARD, weights, tmp_path / "inputs.npz", tmp_path / f"{backend}.npz", tmp_path / "pretrainer_preset")
         outputs[backend] = dict(np.load(tmp_path / f"{backend}.npz"))
     reference = outputs[backends[0]]
-    assert set(reference) == {"sequence_output", "pooled_output", "layer_0", "layer_1", "layer_2"}
+    assert set(reference) == {
+        "sequence_output", "pooled_output", "layer_0", "layer_1", "layer_2", "pretrainer_mlm", "pretrainer_nsp",
+    }
     for backend in backends[1:]:
         for name, value in reference.items():
             difference = np.abs(outputs[backend][name] - value).max()
-            assert difference <= 1e-5, f"{backend} {name}: max abs difference {difference}"
+            # Head logits are larger than the LayerNormed states: the same tolerance, relative to them.
+            scale = max(1.0, float(np.abs(value).max())) if name.startswith("pretrainer_") else 1.0
+            assert difference <= 1e-5 * scale, f"{backend} {name}: max abs difference {difference}"
 
 
 def test_model_side_imports_without_tensorflow():

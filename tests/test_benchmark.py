@@ -7,16 +7,16 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_app import presets
-from keras_bert_app.benchmark import command, measurement
+from keras_bert_app import cli, errors, presets
+from keras_bert_app.benchmark import measurement, suite
 
 SEQUENCE_LENGTH = 32
 
 
 def _run(tmp_path, *extra):
     output = tmp_path / "bench.json"
-    status = command.main([
-        "--preset", "bert_tiny_uncased", "--backends", keras.config.backend(), "--in-process",
+    status = cli.main([
+        "bench", "--preset", "bert_tiny_uncased", "--backends", keras.config.backend(), "--in-process",
         "--sequence-length", str(SEQUENCE_LENGTH), "--max-predictions", "4", "--batch-size", "2",
         "--inference-batch-sizes", "2", "--steps", "1", "--warmup", "0", "--no-jit",
         "--skip-keras-hub", "--skip-data", "--output", str(output), *extra,
@@ -91,15 +91,16 @@ def test_masked_positions_are_distinct_and_never_the_first_or_last_token():
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--max-predictions", "31"], "--max-predictions must be <= sequence length - 2"),
+        (["--max-predictions", "31"], "max_predictions must be <= sequence length - 2"),
         (["--inference-batch-sizes", "0"], "--inference-batch-sizes must be comma-separated positive integers"),
         (["--backends", "theano"], "Unknown backend 'theano'"),
     ],
 )
 def test_bad_arguments_fail_with_a_clear_message(tmp_path, capsys, extra, message):
     status, output = _run(tmp_path, *extra)
-    assert status == 1
-    assert message in capsys.readouterr().err
+    assert status == 2
+    error = capsys.readouterr().err
+    assert message in error and len(error.strip().splitlines()) == 1
     assert not output.exists()
 
 
@@ -116,3 +117,87 @@ def test_fused_attention_option_reaches_our_encoder(tmp_path, capsys, monkeypatc
     assert len(calls) >= presets.read_config("bert_tiny_uncased")["encoder"]["num_layers"]
     assert json.loads(output.read_text())["settings"]["fused_attention"] is True
     assert "fused attention True" in capsys.readouterr().out
+
+
+# === README and docstring command lines through the entry point (stubbed: the real run takes ~15 min) ===
+def _recording_benchmarks(monkeypatch, calls):
+    def fake(**kwargs):
+        calls.append(kwargs)
+        peak = {"description": "stub"}
+        return {"rows": [], "notes": [], "data": {}, "settings": {"peak": peak}, "wall_seconds": 0.0, "failed_runs": []}
+
+    monkeypatch.setattr(suite, "run_benchmarks", fake)
+
+
+def test_readme_commands_reach_the_stage_function(tmp_path, monkeypatch, capsys):
+    import inspect
+
+    monkeypatch.chdir(tmp_path)
+    defaults = {name: p.default for name, p in inspect.signature(suite.run_benchmarks).parameters.items()}
+    calls = []
+    _recording_benchmarks(monkeypatch, calls)
+    # `keras-bert-app bench`: the stage function's own defaults (bert_base_uncased, every installed backend).
+    assert cli.main(["bench"]) == 0
+    call = calls[-1]
+    call.pop("log"), defaults.pop("log")
+    assert call == {**defaults, "inference_batch_sizes": [1, 32]} and defaults["inference_batch_sizes"] == (1, 32)
+    assert call["preset"] == "bert_base_uncased" and call["backends"] is None and call["output"] == "bench.json"
+    assert "total wall time" in capsys.readouterr().out
+    # README: `keras-bert-app bench --fused-attention`
+    assert cli.main(["bench", "--fused-attention"]) == 0
+    assert calls[-1]["fused_attention"] is True
+    # Docstring: `keras-bert-app bench --backends jax --mixed-precision --fused-attention --skip-data`
+    assert cli.main(["bench", "--backends", "jax", "--mixed-precision", "--fused-attention", "--skip-data"]) == 0
+    assert calls[-1]["backends"] == ["jax"] and calls[-1]["mixed_precision"] and calls[-1]["skip_data"]
+    # README options `--no-jit`, `--peak-tflops`
+    assert cli.main(["bench", "--no-jit", "--peak-tflops", "989", "--inference-batch-sizes", "4,8"]) == 0
+    assert calls[-1]["jit"] is False and calls[-1]["peak_tflops"] == 989.0
+    assert calls[-1]["inference_batch_sizes"] == [4, 8]
+
+
+def test_tools_benchmark_is_the_same_command(monkeypatch, tmp_path):
+    # `python tools/benchmark.py --preset bert_tiny_uncased --steps 2 --skip-data`
+    import importlib.util
+    import pathlib
+
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    _recording_benchmarks(monkeypatch, calls)
+    path = pathlib.Path(__file__).resolve().parent.parent / "tools" / "benchmark.py"
+    spec = importlib.util.spec_from_file_location("tools_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.run(["--preset", "bert_tiny_uncased", "--steps", "2", "--skip-data"]) == 0
+    assert calls[-1]["preset"] == "bert_tiny_uncased" and calls[-1]["steps"] == 2 and calls[-1]["skip_data"]
+
+
+def test_a_failed_run_exits_1(monkeypatch, capsys):
+    def failing(**kwargs):
+        return {"rows": [], "notes": ["ours on jax failed: boom"], "data": {}, "settings": {"peak": {"description": ""}},
+                "wall_seconds": 1.0, "failed_runs": ["ours on jax"]}
+
+    monkeypatch.setattr(suite, "run_benchmarks", failing)
+    assert cli.main(["bench", "--skip-data"]) == 1
+    assert "- ours on jax failed: boom" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "change, error_class, argument",
+    [
+        ({"steps": "3"}, errors.ArgumentTypeError, "steps"),
+        ({"steps": 0}, errors.ArgumentError, "steps"),
+        ({"backends": ["theano"]}, errors.ArgumentError, "backends"),
+        ({"inference_batch_sizes": [0]}, errors.ArgumentError, "inference_batch_sizes"),
+        ({"preset": "bert_no_such_preset"}, errors.ArgumentError, "preset"),
+        ({"output": "no_such_folder/bench.json"}, errors.MissingFileError, "output"),
+        ({"in_process": "yes"}, errors.ArgumentTypeError, "in_process"),
+    ],
+)
+def test_bad_arguments_raise_one_typed_error_naming_the_argument(tmp_path, monkeypatch, change, error_class, argument):
+    monkeypatch.chdir(tmp_path)
+    arguments = {"preset": "bert_tiny_uncased", "backends": [keras.config.backend()], "skip_hf": True,
+                 "skip_keras_hub": True, "skip_data": True, "in_process": True, **change}
+    with pytest.raises(error_class) as raised:
+        suite.run_benchmarks(**arguments, log=lambda line: None)
+    assert raised.value.argument == argument and argument in str(raised.value)
+    assert not list(tmp_path.iterdir())

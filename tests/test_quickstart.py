@@ -1,4 +1,4 @@
-"""`keras-bert-app quickstart`: the corpus format, continuing after an interruption, bad input, end to end."""
+"""`kba.quickstart` / `keras-bert-app quickstart`: the corpus format, continuing after an interruption, bad input, end to end."""
 
 import csv
 import json
@@ -6,7 +6,12 @@ import json
 import keras
 import pytest
 
-from keras_bert_app import cli, quickstart, quickstart_corpus, quickstart_report
+from keras_bert_app import cli, errors
+from keras_bert_app.demo import corpus as quickstart_corpus
+from keras_bert_app.demo import report as quickstart_report
+from keras_bert_app.demo import settings as quickstart_settings
+from keras_bert_app.demo import quickstart as quickstart_module
+from keras_bert_app.demo.stages import Stages
 
 
 def test_split_sentences_by_the_simple_rule():
@@ -33,8 +38,8 @@ def test_finished_stages_are_skipped_on_a_rerun(tmp_path):
         calls.append(1)
         return {"value": 7}
 
-    assert quickstart._Stages(tmp_path).run("one", "Stage one", stage)["value"] == 7
-    again = quickstart._Stages(tmp_path).run("one", "Stage one", stage)
+    assert Stages(tmp_path / "stages").run("one", "Stage one", stage)["value"] == 7
+    again = Stages(tmp_path / "stages").run("one", "Stage one", stage)
     assert again["value"] == 7 and len(calls) == 1
     assert json.loads((tmp_path / "stages" / "one.json").read_text())["value"] == 7
 
@@ -42,7 +47,7 @@ def test_finished_stages_are_skipped_on_a_rerun(tmp_path):
 def test_unwritable_output_is_one_clear_error(tmp_path, capsys):
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    assert cli.main(["quickstart", "--output", str(blocker / "run")]) == 1
+    assert cli.main(["quickstart", "--output", str(blocker / "run")]) == 2
     error = capsys.readouterr().err
     assert "cannot write there" in error and str(blocker / "run") in error
 
@@ -50,7 +55,7 @@ def test_unwritable_output_is_one_clear_error(tmp_path, capsys):
 def test_corpus_without_documents_is_an_error(tmp_path, capsys):
     corpus = tmp_path / "empty.txt"
     corpus.write_text("\n\n   \n")
-    assert cli.main(["quickstart", "--output", str(tmp_path / "run"), "--corpus", str(corpus)]) == 1
+    assert cli.main(["quickstart", "--output", str(tmp_path / "run"), "--corpus", str(corpus)]) == 2
     assert "no usable documents" in capsys.readouterr().err
 
 
@@ -60,13 +65,13 @@ def test_rerun_with_other_settings_is_refused(tmp_path, capsys):
     run = tmp_path / "run"
     cli.main(["quickstart", "--output", str(run), "--corpus", str(corpus), "--steps", "5"])
     capsys.readouterr()
-    assert cli.main(["quickstart", "--output", str(run), "--corpus", str(corpus), "--steps", "6"]) == 1
+    assert cli.main(["quickstart", "--output", str(run), "--corpus", str(corpus), "--steps", "6"]) == 2
     assert "other settings" in capsys.readouterr().err
 
 
 def test_foreign_non_empty_output_is_refused(tmp_path, capsys):
     (tmp_path / "something.txt").write_text("mine")
-    assert cli.main(["quickstart", "--output", str(tmp_path)]) == 1
+    assert cli.main(["quickstart", "--output", str(tmp_path)]) == 2
     assert "not empty" in capsys.readouterr().err
 
 
@@ -114,6 +119,15 @@ def test_tiny_quickstart_end_to_end(tmp_path):
     marker_times = {p.name: p.stat().st_mtime for p in (output / "stages").iterdir()}
     assert cli.main(argv) == 0
     assert marker_times == {p.name: p.stat().st_mtime for p in (output / "stages").iterdir()}
+    # The same run from Python: the stage function continues it and returns the figures.
+    import keras_bert_app as kba
+
+    result = kba.quickstart(output, steps=4, max_articles=40, sequence_length=32, batch_size=8, finetune_epochs=1,
+                            dupe_factor=1, log=lambda line: None)
+    assert result["resumed"] and result["report"] == output / "report.md"
+    assert result["stages"]["features"] == probe
+    assert result["stages"]["finetune_pretrained"]["dev_accuracy"] == pretrained
+    assert marker_times == {p.name: p.stat().st_mtime for p in (output / "stages").iterdir()}
 
 
 def test_labeled_subset_is_balanced_over_topics_and_reproducible(tmp_path):
@@ -144,3 +158,91 @@ def test_report_reads_small_gaps_as_noise_and_counts_articles():
     assert "fine-tuned -12.6 points (-56 articles), behind" in text
     assert "frozen `[CLS]` features +10.6 points (+47 articles), ahead" in text
     assert "frozen mean features +0.9 points (+4 articles), within noise" in text
+
+
+# === The stage function: typed errors naming the argument, before any work ===
+@pytest.mark.parametrize(
+    "arguments, error_class, argument",
+    [
+        ({"steps": "5"}, errors.ArgumentTypeError, "steps"),
+        ({"steps": 0}, errors.ArgumentError, "steps"),
+        ({"vocab_size": 50}, errors.ArgumentError, "vocab_size"),
+        ({"sequence_length": 8}, errors.ArgumentError, "sequence_length"),
+        ({"max_articles": 1}, errors.ArgumentError, "max_articles"),
+        ({"preset": "bert_no_such_preset"}, errors.ArgumentError, "preset"),
+        ({"preset": 3}, errors.ArgumentTypeError, "preset"),
+        ({"corpus": "missing.txt"}, errors.MissingFileError, "corpus"),
+        ({"corpus": ["missing.txt"]}, errors.MissingFileError, "corpus"),
+        ({"corpus": 7}, errors.ArgumentTypeError, "corpus"),
+        ({"output": 7}, errors.ArgumentTypeError, "output"),
+    ],
+)
+def test_bad_arguments_raise_one_typed_error_naming_the_argument(tmp_path, monkeypatch, arguments, error_class, argument):
+    import keras_bert_app as kba
+
+    monkeypatch.chdir(tmp_path)
+    arguments = {"output": tmp_path / "run", **arguments}
+    with pytest.raises(error_class) as raised:
+        kba.quickstart(**arguments, log=lambda line: None)
+    assert raised.value.argument == argument and argument in str(raised.value)
+    assert not (tmp_path / "run").exists()  # nothing written
+
+
+def test_the_public_name_is_the_stage_function():
+    import keras_bert_app as kba
+
+    assert kba.quickstart is quickstart_module.quickstart
+
+
+# === README command lines through the entry point (the workflow itself: the large test) ===
+def _recording_quickstart(monkeypatch, calls):
+    def fake(**kwargs):
+        calls.append(kwargs)
+        return {"report": kwargs["output"] + "/report.md"}
+
+    monkeypatch.setattr(quickstart_module, "quickstart", fake)
+
+
+def test_readme_command_runs_the_stage_function_with_its_defaults(tmp_path, monkeypatch, capsys):
+    # README: `pip install -e ".[demo]" && keras-bert-app quickstart`
+    import inspect
+
+    monkeypatch.chdir(tmp_path)
+    defaults = {
+        name: parameter.default for name, parameter in inspect.signature(quickstart_module.quickstart).parameters.items()
+    }
+    calls = []
+    _recording_quickstart(monkeypatch, calls)
+    assert cli.main(["quickstart"]) == 0
+    (call,) = calls
+    assert call.pop("log") is print
+    assert call == {name: value for name, value in defaults.items() if name != "log"}
+    assert call["output"] == "quickstart_run" and call["preset"] == "bert_tiny_uncased" and call["steps"] == 3000
+    assert "Done. Report: quickstart_run/report.md" in capsys.readouterr().out
+
+
+def test_command_passes_the_corpus_and_advanced_options(tmp_path, monkeypatch):
+    # Docstring: `keras-bert-app quickstart --corpus my_text.txt`
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    _recording_quickstart(monkeypatch, calls)
+    assert cli.main(["quickstart", "--corpus", "my_text.txt"]) == 0
+    assert calls[-1]["corpus"] == ["my_text.txt"]
+    argv = ["quickstart", "--output", "o", "--preset", "bert_mini_uncased", "--steps", "4", "--seed", "3",
+            "--max-articles", "40", "--sequence-length", "32", "--batch-size", "8", "--dupe-factor", "1",
+            "--labeled-articles", "0", "--vocab-size", "0", "--finetune-epochs", "1"]
+    assert cli.main(argv) == 0
+    calls[-1].pop("log")
+    assert calls[-1] == {
+        "output": "o", "preset": "bert_mini_uncased", "steps": 4, "corpus": None, "seed": 3, "max_articles": 40,
+        "sequence_length": 32, "batch_size": 8, "dupe_factor": 1, "labeled_articles": 0, "vocab_size": 0,
+        "finetune_epochs": 1,
+    }
+
+
+def test_help_lists_the_defaults(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["quickstart", "--help"])
+    assert exit_info.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"(default {quickstart_settings.DEFAULT_STEPS})" in text and "--labeled-articles" in text

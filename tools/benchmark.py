@@ -17,7 +17,13 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
-from keras_bert_app.benchmark.command import main  # noqa: E402
+from keras_bert_app.commands.main import main  # noqa: E402
+
+
+def run(argv=None):
+    """`keras-bert-app bench ARGV`; returns the exit status."""
+    return main(["bench", *(sys.argv[1:] if argv is None else argv)])
+
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

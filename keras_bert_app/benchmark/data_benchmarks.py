@@ -14,41 +14,53 @@ from keras_bert_app.benchmark.processes import PACKAGE_ROOT, subprocess_env
 TOOLS_DIR = PACKAGE_ROOT / "tools"
 
 
-def run_data_benchmarks(args, notes):
-    """Run the tokenizer and pretraining-data benchmarks of tools/ on a small corpus."""
+def run_data_benchmarks(corpus, num_lines, skip_keras_hub, timeout, notes, log=print):
+    """Run the tokenizer and pretraining-data benchmarks of tools/ on a small corpus.
+
+    Args:
+        corpus: path or None (the tokenizer benchmark's default corpus).
+        num_lines: int. Read the first this many lines of it (0: all).
+        skip_keras_hub: bool. Leave keras-hub out of the tokenizer benchmark.
+        timeout: int. Seconds allowed to each benchmark's process.
+        notes: list of str, appended to.
+        log: callable taking one line of progress.
+
+    Returns:
+        dict: per benchmark, its command, exit status, seconds and output.
+    """
     if not (TOOLS_DIR / "benchmark_tokenizer.py").is_file():
         notes.append(f"data benchmarks skipped: they need a source checkout ({TOOLS_DIR} is missing).")
         return {}
     if not is_installed("tensorflow"):
         notes.append("data benchmarks skipped: they need TensorFlow (tf.data, tensorflow-text).")
         return {}
-    corpus = pathlib.Path(args.data_corpus or _tool_default_corpus())
+    corpus = pathlib.Path(corpus or _tool_default_corpus())
     if not corpus.is_file():
         notes.append(f"data benchmarks skipped: corpus {corpus} does not exist.")
         return {}
     env = subprocess_env("tensorflow")
     results = {}
     with tempfile.TemporaryDirectory() as scratch:
-        corpus = _corpus_head(corpus, args.data_lines, pathlib.Path(scratch) / "corpus.txt")
+        corpus = _corpus_head(corpus, num_lines, pathlib.Path(scratch) / "corpus.txt")
         json_path = pathlib.Path(scratch) / "data.json"
         commands = {
             "tokenizer": [
                 "benchmark_tokenizer.py", "--corpus", str(corpus), "--only", "uncased",
                 "--repeats", "3", "--single-lines", "200",
-            ] + (["--skip-keras-hub"] if args.skip_keras_hub or not is_installed("keras_hub") else []),
+            ] + (["--skip-keras-hub"] if skip_keras_hub or not is_installed("keras_hub") else []),
             "pretraining_data": [
                 "benchmark_pretraining_data.py", "--corpus", str(corpus), "--dupe-factor", "2",
                 "--num-shards", "2", "--json", str(json_path),
             ],
         }
         for name, command in commands.items():
-            print(f"\n== {name} benchmark: {' '.join(command)}", flush=True)
+            log(f"\n== {name} benchmark: {' '.join(command)}")
             begin = time.perf_counter()
             process = subprocess.run(
                 [sys.executable, str(TOOLS_DIR / command[0]), *command[1:]], env=env,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=args.timeout,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
             )
-            print(process.stdout.rstrip(), flush=True)
+            log(process.stdout.rstrip())
             results[name] = {
                 "command": command,
                 "exit_status": process.returncode,

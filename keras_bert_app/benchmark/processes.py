@@ -23,13 +23,14 @@ def subprocess_env(backend):
     )
 
 
-def run_worker_process(spec, backend, timeout):
+def run_worker_process(spec, backend, timeout, log=print):
     """Run one implementation in a fresh process; its result dict, or {"error": ...}.
 
-    The worker's progress lines are echoed as they come; its stderr (framework
-    logs) is kept for the error message.
+    The worker gets `spec` as JSON (its one argument). Its progress lines
+    go to `log` as they come; its stderr (framework logs) is kept for the
+    error message.
     """
-    print(f"\n== {spec['model']} on {backend}", flush=True)
+    log(f"\n== {spec['model']} on {backend}")
     command = [sys.executable, "-m", "keras_bert_app.benchmark.worker", json.dumps(spec)]
     result = None
     with tempfile.TemporaryFile("w+") as stderr:
@@ -43,7 +44,7 @@ def run_worker_process(spec, backend, timeout):
                 if line.startswith(RESULT_PREFIX):
                     result = json.loads(line[len(RESULT_PREFIX):])
                 else:
-                    print(f"  {line.rstrip()}", flush=True)
+                    log(f"  {line.rstrip()}")
             process.wait()
         finally:
             timed_out = watchdog.finished.is_set()  # set only once the timer fired

@@ -2,7 +2,8 @@
 
 It runs in a fresh subprocess per (model, backend), started by
 `processes.run_worker_process` as `python -m keras_bert_app.benchmark.worker SPEC_JSON`
-with KERAS_BACKEND set, or in the parent process with `--in-process`. It
+with KERAS_BACKEND set (the spec is its one argument, as JSON), or in the
+parent process with `in_process=True` (`--in-process`). It
 imports TensorFlow only for TensorFlow and keras-hub, so our JAX and PyTorch
 runs report `tensorflow_imported: false`.
 """
@@ -110,13 +111,15 @@ def _versions(model, backend):
     return {name: getattr(sys.modules[name], "__version__", "?") for name in modules[model]}
 
 
-def main(argv=None):
-    """Run the worker on the spec given as JSON; print its result on one `RESULT_PREFIX` line."""
-    argv = sys.argv[1:] if argv is None else argv
-    result = run_worker(json.loads(argv[0]))
+def main(spec_json: str) -> None:
+    """Run the worker on the spec given as JSON; print its result on one `RESULT_PREFIX` line.
+
+    An error ends the process with Python's traceback and a non-zero exit
+    status, which `processes.run_worker_process` reports.
+    """
+    result = run_worker(json.loads(spec_json))
     print(RESULT_PREFIX + json.dumps(result), flush=True)
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main(sys.argv[1])

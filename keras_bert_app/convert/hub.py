@@ -1,16 +1,20 @@
-"""Real weights for the built-in presets, fetched from a hub and converted once.
+"""Real weights for the built-in presets, fetched from a hub once.
 
 A built-in preset's `config.json` says where its weights live
 (`"weights": {"huggingface": "hf://google-bert/bert-base-uncased",
 "keras_hub": "kaggle://keras/bert/keras/bert_base_en_uncased"}`).
 `fetch_preset` downloads the first source that works (with
-`huggingface_hub.snapshot_download`, or `kagglehub`), converts it into our
-preset format in a cache folder and returns that folder. This is the only
-module that touches the network.
+`huggingface_hub.snapshot_download`, or `kagglehub`), checks its
+architecture against the preset and keeps the checkpoint, in its own
+format, in a cache folder (an HF repository with only `pytorch_model.bin`
+is rewritten as `model.safetensors`); `from_preset` then reads that folder
+as any foreign folder. This is the only module that touches the network.
 """
 
 import os
 import pathlib
+
+import numpy as np
 
 from keras_bert_app import presets
 
@@ -65,10 +69,12 @@ def download(handle, cache_dir=None):
 
 
 def fetch_preset(preset, cache_dir=None):
-    """A local preset folder with real weights for a built-in preset.
+    """A local folder with real weights for a built-in preset.
 
-    Converted weights are cached under `cache_dir/presets/<name>`; later
-    calls return that folder without touching the network.
+    The checkpoint is kept under `cache_dir/presets/<name>` (an HF folder or
+    a keras-hub preset, which `convert.resolve` reads; older versions left
+    our own preset format there, which is read too); later calls return
+    that folder without touching the network.
 
     Raises:
         presets.PresetError: no source could be downloaded (e.g. offline),
@@ -79,20 +85,20 @@ def fetch_preset(preset, cache_dir=None):
     cache_dir = pathlib.Path(cache_dir or cache_root())
     name = presets.preset_dir(preset).name
     target = cache_dir / "presets" / name
-    if (target / presets.ENCODER_WEIGHTS_FILE).is_file():
+    if (target / presets.ENCODER_WEIGHTS_FILE).is_file() or detect.detect_format(target) is not None:
         return target
     expected = presets.read_config(preset)["encoder"]
     sources = presets.weight_sources(preset)
     failures = []
     for handle in sources.values():
         try:
-            folder = download(handle, cache_dir)
+            downloaded = download(handle, cache_dir)
         except Exception as error:  # offline, missing package, hub errors: try the next source
             failures.append(f"{handle}: {type(error).__name__}: {error}")
             continue
-        source_format = "huggingface" if folder.is_file() else None  # an explicit .bin
-        _check_architecture(detect.read_config(folder, source_format), expected, handle)
-        detect.convert_to_preset(folder, target, source_format)
+        source_format = "huggingface" if downloaded.is_file() else None  # an explicit .bin
+        _check_architecture(detect.read_config(downloaded, source_format), expected, handle)
+        _keep(downloaded, target)
         return target
     tried = "; ".join(failures) or "no weight sources are listed for this preset"
     raise presets.PresetError(
@@ -102,6 +108,34 @@ def fetch_preset(preset, cache_dir=None):
         "work), or convert it with `keras-bert-app convert --from huggingface SRC "
         "--output PRESET_DIR`; or use load_weights=False."
     )
+
+
+def _keep(downloaded, target):
+    """Copy a downloaded checkpoint into `target` (atomically: a kill leaves no half folder).
+
+    A `pytorch_model.bin` becomes `model.safetensors` beside the repository's
+    config and vocabulary, so loading it later needs neither torch nor pickle.
+    """
+    import shutil
+
+    from keras_bert_app.convert import huggingface
+
+    temporary = target.with_name(target.name + ".tmp")
+    shutil.rmtree(temporary, ignore_errors=True)
+    if downloaded.is_file():
+        from safetensors.numpy import save_file
+
+        temporary.mkdir(parents=True)
+        tensors, _ = huggingface.read_tensors(downloaded)
+        tensors = {key: np.ascontiguousarray(value) for key, value in tensors.items()}
+        save_file(tensors, str(temporary / huggingface.SAFETENSORS_FILE), metadata={"format": "pt"})
+        for name in (huggingface.CONFIG_FILE, huggingface.VOCABULARY_FILE, huggingface.TOKENIZER_CONFIG_FILE):
+            if (downloaded.parent / name).is_file():
+                shutil.copyfile(downloaded.parent / name, temporary / name)
+    else:
+        shutil.copytree(downloaded, temporary)
+    shutil.rmtree(target, ignore_errors=True)
+    temporary.rename(target)
 
 
 def _check_architecture(config, expected, handle):

@@ -12,9 +12,11 @@ import collections
 
 import numpy as np
 
+from keras_bert_app import errors
 
-class ConversionError(ValueError):
-    """A checkpoint that cannot be converted (named tensor, expected vs got)."""
+
+class ConversionError(errors.DataError):
+    """A checkpoint that cannot be converted (named tensor, expected vs got); a `ValueError`."""
 
 
 # to_ours(array, our_shape) -> array in our layout; to_source(array) -> back.

@@ -7,6 +7,6 @@ Pretraining data (BERT paper, section 3.1 and appendix A):
 - `pretraining_instances`: both, per document, reproducibly seeded;
 - `pretraining_records`: TFRecords in the original layout and their reader
   (`pretraining_dataset`);
-- `create_pretraining_data`: the static generator and its command;
+- `create_pretraining_data`: the static generator (the stage function `kba.create_pretraining_data`);
 - `dynamic_pretraining`: fresh pairs and masks every epoch in `tf.data`.
 """

@@ -1,4 +1,4 @@
-"""`keras-bert-app create-pretraining-data`: corpus -> masked-pair TFRecords.
+"""Corpus -> masked-pair TFRecords (`kba.create_pretraining_data`, `keras-bert-app create-pretraining-data`).
 
 The static data of the original BERT: `dupe_factor` passes over the corpus,
 each with its own masks, shuffled and written to sharded TFRecords in the
@@ -11,15 +11,16 @@ generator, so the output is byte-identical whatever the number of workers.
         --vocab vocab.txt --max-seq-length 128 --dupe-factor 10 --num-shards 8
 """
 
-import argparse
 import json
 import multiprocessing
 import os
 import sys
 import time
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from keras_bert_app import errors
 from keras_bert_app.data.corpus import expand_input_files
 from keras_bert_app.data.corpus import tokenize_corpus
 from keras_bert_app.data.pretraining_instances import InstanceMaker
@@ -29,31 +30,14 @@ from keras_bert_app.data.pretraining_records import shard_boundaries
 from keras_bert_app.data.pretraining_records import shard_name
 from keras_bert_app.data.pretraining_records import write_records_atomically
 
+if TYPE_CHECKING:
+    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+
 SUMMARY_FILE = "pretraining_data.json"
 DOCUMENTS_PER_TASK = 16
 
 # Set in the parent before the worker processes fork, read by them.
 _SHARED = {}
-
-
-def add_arguments(parser):
-    parser.add_argument("--input", nargs="+", required=True, metavar="FILE",
-                        help="corpus files or globs (.gz allowed): one sentence per line, blank line between documents")
-    parser.add_argument("--output", required=True, metavar="DIR", help="directory for the *.tfrecord shards")
-    parser.add_argument("--vocab", required=True, metavar="FILE", help="WordPiece vocabulary, one token a line")
-    parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
-                        help="lowercase and strip accents (uncased models)")
-    parser.add_argument("--max-seq-length", type=int, default=128)
-    parser.add_argument("--max-predictions-per-seq", type=int, default=20)
-    parser.add_argument("--masked-lm-prob", type=float, default=0.15)
-    parser.add_argument("--short-seq-prob", type=float, default=0.1)
-    parser.add_argument("--dupe-factor", type=int, default=10, help="passes over the corpus, each with new masks")
-    parser.add_argument("--seed", type=int, default=12345)
-    parser.add_argument("--whole-word-masking", action="store_true", help="mask ## pieces with their word")
-    parser.add_argument("--num-shards", type=int, default=1, help="number of output files")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="replace the shards of an earlier run in --output (refused otherwise)")
 
 
 def _generate(task):
@@ -97,40 +81,92 @@ def _progress_bar(total, unit, description, enabled):
 def _check_output(output_dir, overwrite):
     """Refuse to mix or silently replace the shards of an earlier run."""
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
-        raise FileExistsError(f"--output {output_dir!r} is a file: expected a directory.")
+        raise errors.OutputExistsError(f"output_dir {output_dir!r} is a file: expected a directory.")
     old = existing_records(output_dir)
     if old and not overwrite:
-        raise FileExistsError(
-            f"--output {output_dir!r} already holds {len(old)} *.tfrecord "
+        raise errors.OutputExistsError(
+            f"output_dir {output_dir!r} already holds {len(old)} *.tfrecord "
             f"file(s) ({old[0]}, ...) from another run; choose an empty "
-            "directory or pass --overwrite to replace them."
+            "directory or overwrite them (overwrite=True, --overwrite)."
         )
     return old
 
 
+def _input_files(input_files):
+    """The corpus files named by paths and globs; typed errors naming `input_files`."""
+    try:
+        return expand_input_files(input_files)
+    except FileNotFoundError as error:
+        raise errors.MissingFileError("input_files", f"input_files: {error}") from None
+    except (ValueError, TypeError) as error:
+        raise errors.ArgumentError("input_files", f"input_files: {error}") from None
+
+
+def _tokenizer(tokenizer, lowercase):
+    """A `BertTokenizer` as given, or one built from a vocabulary file."""
+    if isinstance(tokenizer, (str, os.PathLike)):
+        path = errors.check_path("tokenizer", tokenizer)
+        if not path.is_file():
+            raise errors.MissingFileError("tokenizer", f"Vocabulary file {str(path)!r} does not exist (tokenizer).")
+        from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+
+        return BertTokenizer(vocabulary=str(path), lowercase=lowercase)
+    if not callable(getattr(tokenizer, "get_vocabulary", None)):
+        raise errors.ArgumentTypeError(
+            "tokenizer",
+            f"tokenizer must be a BertTokenizer or the path of a vocabulary file; got {type(tokenizer).__name__}.",
+        )
+    return tokenizer
+
+
+def _check_settings(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor, seed,
+                    whole_word_masking, num_shards, workers, overwrite, progress, lowercase):
+    errors.check_int("max_seq_length", max_seq_length, minimum=5)  # [CLS] A [SEP] B [SEP]
+    errors.check_int("max_predictions_per_seq", max_predictions_per_seq, minimum=1)
+    errors.check_number("masked_lm_prob", masked_lm_prob)
+    if not 0.0 < masked_lm_prob < 1.0:
+        raise errors.ArgumentError("masked_lm_prob", f"masked_lm_prob must be in (0, 1); got {masked_lm_prob}.")
+    errors.check_number("short_seq_prob", short_seq_prob, minimum=0.0, maximum=1.0)
+    for name, value in (("dupe_factor", dupe_factor), ("num_shards", num_shards), ("workers", workers)):
+        errors.check_int(name, value, minimum=1)
+    errors.check_int("seed", seed)
+    for name, value in (("whole_word_masking", whole_word_masking), ("overwrite", overwrite),
+                        ("progress", progress), ("lowercase", lowercase)):
+        errors.check_type(name, value, bool)
+
+
 def create_pretraining_data(
-    input_files,
-    output_dir,
-    tokenizer,
-    max_seq_length=128,
-    max_predictions_per_seq=20,
-    masked_lm_prob=0.15,
-    short_seq_prob=0.1,
-    dupe_factor=10,
-    seed=12345,
-    whole_word_masking=False,
-    num_shards=1,
-    workers=1,
-    overwrite=False,
-    progress=True,
-):
+    input_files: str | os.PathLike | Sequence[str | os.PathLike],
+    output_dir: str | os.PathLike,
+    tokenizer: "BertTokenizer | str | os.PathLike",
+    *,
+    lowercase: bool = True,
+    max_seq_length: int = 128,
+    max_predictions_per_seq: int = 20,
+    masked_lm_prob: float = 0.15,
+    short_seq_prob: float = 0.1,
+    dupe_factor: int = 10,
+    seed: int = 12345,
+    whole_word_masking: bool = False,
+    num_shards: int = 1,
+    workers: int = 1,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> dict:
     """Write masked sentence-pair TFRecords from a corpus.
 
+    The stage function behind `keras-bert-app create-pretraining-data`.
+
     Args:
-        input_files: str or list of str. Corpus files or globs.
-        output_dir: str. Directory for the shards (created if missing).
+        input_files: str or path, or a list of them. Corpus files or globs
+            (`.gz` allowed): one sentence per line, a blank line between
+            documents.
+        output_dir: str or path. Directory for the shards (created if missing).
         tokenizer: a `BertTokenizer` (called on a `tf.string` batch, returns
-            ragged ids; has `get_vocabulary()`).
+            ragged ids; has `get_vocabulary()`), or the path of a WordPiece
+            vocabulary file (one token a line), read with `lowercase`.
+        lowercase: bool. Lower-case and strip accents (uncased models); used
+            when `tokenizer` is a vocabulary file.
         max_seq_length, max_predictions_per_seq, masked_lm_prob,
         short_seq_prob, whole_word_masking, seed: see `InstanceMaker`.
         dupe_factor: int. Passes over the corpus, each with new masks.
@@ -142,13 +178,22 @@ def create_pretraining_data(
 
     Returns:
         dict, the summary written to `pretraining_data.json`.
+
+    Raises:
+        keras_bert_app.errors.MissingFileError: an input file or the
+            vocabulary file does not exist (or a glob matches none).
+        keras_bert_app.errors.ArgumentTypeError, ArgumentError: an argument of
+            the wrong type or out of range.
+        keras_bert_app.errors.OutputExistsError: `output_dir` is a file or holds
+            the shards of another run (without `overwrite`).
+        keras_bert_app.errors.DataError: the corpus holds fewer than 2 documents.
+        ValueError: a corpus line that is not valid UTF-8 (names file and line).
     """
-    if num_shards < 1 or workers < 1 or dupe_factor < 1:
-        raise ValueError(
-            f"num_shards, workers and dupe_factor must be at least 1, got "
-            f"{num_shards}, {workers}, {dupe_factor}."
-        )
-    files = expand_input_files(input_files)
+    _check_settings(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor, seed,
+                    whole_word_masking, num_shards, workers, overwrite, progress, lowercase)
+    tokenizer = _tokenizer(tokenizer, lowercase)
+    output_dir = os.fspath(errors.check_path("output_dir", output_dir))
+    files = _input_files(input_files)
     old_records = _check_output(output_dir, overwrite)
     maker = InstanceMaker(
         list(tokenizer.get_vocabulary()),
@@ -163,7 +208,7 @@ def create_pretraining_data(
     with _progress_bar(None, "lines", "tokenizing", progress) as bar:
         corpus = tokenize_corpus(files, tokenizer, progress=bar.update)
     if corpus.num_documents < 2:
-        raise ValueError(
+        raise errors.DataError(
             f"The corpus {files} holds 1 document: next-sentence prediction "
             "draws random next sentences from other documents, so at least 2 "
             "are needed. Separate documents with a blank line."
@@ -230,36 +275,3 @@ def create_pretraining_data(
         json.dump(summary, stream, indent=2)
     os.replace(summary_path + ".incomplete", summary_path)
     return summary
-
-
-def run(args):
-    if not os.path.isfile(args.vocab):
-        raise FileNotFoundError(f"Vocabulary file {args.vocab!r} does not exist.")
-    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
-
-    tokenizer = BertTokenizer(vocabulary=args.vocab, lowercase=args.lowercase)
-    summary = create_pretraining_data(
-        args.input,
-        args.output,
-        tokenizer,
-        max_seq_length=args.max_seq_length,
-        max_predictions_per_seq=args.max_predictions_per_seq,
-        masked_lm_prob=args.masked_lm_prob,
-        short_seq_prob=args.short_seq_prob,
-        dupe_factor=args.dupe_factor,
-        seed=args.seed,
-        whole_word_masking=args.whole_word_masking,
-        num_shards=args.num_shards,
-        workers=args.workers,
-        overwrite=args.overwrite,
-    )
-    print(
-        f"{summary['documents']} documents, {summary['instances']} instances, "
-        f"{summary['tokens']} tokens; masked fraction "
-        f"{summary['masked_fraction']:.4f}, IsNext fraction "
-        f"{summary['is_next_fraction']:.4f}, short targets "
-        f"{summary['short_target_fraction']:.3f}; "
-        f"{len(summary['shards'])} shard(s) in {args.output} "
-        f"({summary['seconds']:.1f} s)"
-    )
-    return 0

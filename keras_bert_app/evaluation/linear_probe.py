@@ -7,14 +7,11 @@ linear classifier. Unlike fine-tuning, the classifier adds no random seed
 and no training schedule of its own, so the result reflects the encoder
 (its initialisation, and its pretraining if any).
 
-The classifier is multinomial logistic regression with scikit-learn's
-objective for `LogisticRegression(C=C)`:
-`C * sum(cross-entropy) + 0.5 * ||W||^2`, the intercept unpenalised. It is
-fitted by Newton's method in NumPy (a convex problem with one optimum), on
-features standardised with the training split's mean and standard deviation.
+The classifier is scikit-learn's multinomial `LogisticRegression(C=C)`:
+`C * sum(cross-entropy) + 0.5 * ||W||^2`, the intercept unpenalised (a
+convex problem with one optimum), fitted to a tight tolerance on features
+standardised with the training split's mean and standard deviation.
 """
-
-import warnings
 
 import numpy as np
 
@@ -43,21 +40,28 @@ def encoder_features(encoder, preprocessor, texts, batch_size=64):
     return {pooling: np.concatenate(parts) for pooling, parts in features.items()}
 
 
-def fit_logistic_regression(features, labels, num_classes, C=1.0, max_iterations=100, tolerance=1e-8):
-    """Multinomial logistic regression by Newton's method.
+def fit_logistic_regression(features, labels, num_classes, C=1.0, max_iterations=10_000, tolerance=1e-10):
+    """Multinomial logistic regression (scikit-learn's `LogisticRegression`, L-BFGS).
+
+    The objective is `C * sum(cross-entropy) + 0.5 * ||W||^2` over the
+    `num_classes` softmax outputs, the intercept unpenalised, for 2 classes
+    too (scikit-learn fits 2 classes with one sigmoid, whose penalty counts
+    the weights once: the same optimum with `C` doubled).
 
     Args:
         features: float array [n, d].
-        labels: int array [n], values in [0, num_classes).
+        labels: int array [n], values in [0, num_classes); each occurs.
         num_classes: int, at least 2.
         C: float > 0. Inverse L2 strength, as in scikit-learn.
-        max_iterations: int. Newton steps at most.
-        tolerance: float. Stop when the largest gradient entry is below
-            `tolerance * max(1, C * n)` (the loss is a sum over n examples).
+        max_iterations: int. L-BFGS iterations at most.
+        tolerance: float. scikit-learn's `tol`.
 
     Returns:
-        `(weights [d, num_classes], intercept [num_classes])`.
+        `(weights [d, num_classes], intercept [num_classes])`, the intercept
+        centred (the softmax is unchanged by a shift of all of them).
     """
+    from sklearn.linear_model import LogisticRegression
+
     features = np.asarray(features, dtype=np.float64)
     labels = np.asarray(labels)
     if features.ndim != 2 or labels.shape != (features.shape[0],):
@@ -70,57 +74,17 @@ def fit_logistic_regression(features, labels, num_classes, C=1.0, max_iterations
         raise ValueError(f"labels must lie in [0, {num_classes}); got values from {labels.min()} to {labels.max()}.")
     if C <= 0:
         raise ValueError(f"C must be > 0; got {C}.")
-    n, d = features.shape
-    design = np.concatenate([features, np.ones((n, 1))], axis=1)
-    targets = np.eye(num_classes)[labels]
-    penalised = np.ones((d + 1, 1))
-    penalised[-1] = 0.0  # the intercept row
-    theta = np.zeros((d + 1, num_classes))
-
-    def objective(theta):
-        logits = design @ theta
-        log_norm = _log_sum_exp(logits)
-        loss = np.sum(log_norm - np.sum(logits * targets, axis=1))
-        return C * loss + 0.5 * np.sum(penalised * theta**2), np.exp(logits - log_norm[:, None])
-
-    value, probabilities = objective(theta)
-    for iteration in range(max_iterations + 1):
-        gradient = C * design.T @ (probabilities - targets) + penalised * theta
-        if np.max(np.abs(gradient)) < tolerance * max(1.0, C * n):
-            break
-        if iteration == max_iterations:
-            warnings.warn(
-                f"Logistic regression stopped after {max_iterations} Newton steps with gradient "
-                f"{np.max(np.abs(gradient)):.2e} (tolerance {tolerance * max(1.0, C * n):.2e})."
-            )
-            break
-        # Hessian over (feature a, class k) x (feature b, class l), flattened row-major.
-        curvature = np.einsum("ik,kl->ikl", probabilities, np.eye(num_classes)) - np.einsum("ik,il->ikl", probabilities, probabilities)
-        hessian = np.empty((d + 1, num_classes, d + 1, num_classes))
-        for k in range(num_classes):
-            for l in range(num_classes):
-                hessian[:, k, :, l] = (design * curvature[:, k, l, None]).T @ design
-        hessian = C * hessian.reshape((d + 1) * num_classes, -1)
-        # The intercepts can all shift together without changing the
-        # probabilities: a flat direction, along which the gradient is zero.
-        # A tiny ridge on them makes the system solvable; the intercepts are
-        # centred at the end.
-        hessian += np.diag(np.repeat(np.where(penalised[:, 0] > 0, 1.0, 1e-9), num_classes))
-        step = np.linalg.solve(hessian, gradient.reshape(-1)).reshape(theta.shape)
-        scale = 1.0
-        while True:  # backtracking line search
-            candidate = theta - scale * step
-            candidate_value, candidate_probabilities = objective(candidate)
-            if candidate_value <= value - 1e-4 * scale * np.sum(gradient * step):
-                break
-            scale *= 0.5
-            if scale < 1e-10:  # no decrease left at float precision: the optimum
-                candidate = None
-                break
-        if candidate is None:
-            break
-        theta, value, probabilities = candidate, candidate_value, candidate_probabilities
-    return theta[:-1], theta[-1] - theta[-1].mean()
+    missing = sorted(set(range(num_classes)) - set(labels.tolist()))
+    if missing:
+        raise ValueError(f"every class in [0, {num_classes}) needs an example; none for {missing}.")
+    binary = num_classes == 2
+    model = LogisticRegression(C=2 * C if binary else C, tol=tolerance, max_iter=max_iterations)
+    model.fit(features, labels)
+    coef, intercept = model.coef_, model.intercept_
+    if binary:  # one sigmoid w -> softmax rows -w/2, +w/2
+        coef = np.concatenate([-coef, coef]) / 2
+        intercept = np.concatenate([-intercept, intercept]) / 2
+    return coef.T, intercept - intercept.mean()
 
 
 def probe_accuracy(train_features, train_labels, dev_features, dev_labels, C=1.0):
@@ -151,8 +115,3 @@ def probe_accuracy(train_features, train_labels, dev_features, dev_labels, C=1.0
     scores = ((dev_features - mean) / std) @ weights + intercept
     predicted = [classes[i] for i in np.argmax(scores, axis=1)]
     return float(np.mean([p == label for p, label in zip(predicted, dev_labels)]))
-
-
-def _log_sum_exp(logits):
-    top = logits.max(axis=1)
-    return top + np.log(np.sum(np.exp(logits - top[:, None]), axis=1))

@@ -5,7 +5,6 @@ import tensorflow as tf
 from keras_bert_app.export import graph_ops
 from keras_bert_app.export.serving_head import ServingHead
 
-MASK_LITERAL = "[MASK]"
 WARMUP_TEXTS = (
     "The capital of France is [MASK].",
     "[MASK] reads the whole sentence at [MASK] [MASK].",
@@ -16,10 +15,13 @@ WARMUP_TEXTS = (
 class MaskedLMServingHead(ServingHead):
     """The top-k vocabulary tokens at each `[MASK]` of raw text.
 
-    `serving_default(text)`: every literal `[MASK]` (exactly that, case
-    sensitive, as HF tokenizers match special tokens) becomes the `[MASK]`
-    id; the text around it is tokenized as usual (the tokenizer alone would
-    split `[MASK]` into "[", "mask", "]"). The masked-LM head is evaluated
+    `serving_default(text)`: the text is tokenized with
+    `special_tokens_in_strings=True` (the preprocessor's tokenizer, or a copy
+    of it with that option on, since a fill-in request is text with literal
+    `[MASK]`s): every exact, case-sensitive `[MASK]` is the `[MASK]` id, and
+    the other special-token literals their ids, as in HF `tokenizers`; the
+    export's metadata records `special_tokens_in_strings: true`. The
+    masked-LM head is evaluated
     only at the first `max_predictions` `[MASK]` positions that fit in the
     packed sequence (`[CLS] pieces [SEP]`); further ones are not predicted.
 
@@ -40,6 +42,9 @@ class MaskedLMServingHead(ServingHead):
 
     def __init__(self, preprocessor, top_k=5, max_predictions=20):
         super().__init__("masked_lm", preprocessor)
+        if not self.tokenizer.special_tokens_in_strings:
+            config = {**self.tokenizer.get_config(), "special_tokens_in_strings": True}
+            self.tokenizer = type(self.tokenizer).from_config(config)
         vocabulary_size = self.tokenizer.vocabulary_size()
         if not 1 <= int(top_k) <= vocabulary_size:
             raise ValueError(f"export_for_serving: top_k must be between 1 and {vocabulary_size}; got {top_k}.")
@@ -62,17 +67,8 @@ class MaskedLMServingHead(ServingHead):
         self._tokens = module.vocabulary_tokens
 
     def serve_text(self, text):
-        parts = tf.strings.split(text, sep=MASK_LITERAL)  # (batch, (parts))
         # (The offsets path: one tokenizer graph in the SavedModel, not two.)
-        part_ids = self.tokenizer.tokenize_with_offsets(parts.flat_values)[0]  # (parts, (pieces))
-        # A [MASK] after every part but the last of its text.
-        last_part = parts.row_limits() - 1  # (batch,)
-        part_index = tf.range(tf.size(parts.flat_values, out_type=tf.int64))
-        mask_count = tf.cast(tf.not_equal(part_index, tf.gather(last_part, parts.value_rowids())), tf.int64)
-        mask_id = tf.cast(self.tokenizer.mask_token_id, part_ids.dtype)
-        masks = tf.RaggedTensor.from_row_lengths(tf.fill([tf.reduce_sum(mask_count)], mask_id), mask_count)
-        pieces = tf.concat([part_ids, masks], axis=1)  # (parts, (pieces))
-        pieces = parts.with_flat_values(pieces).merge_dims(1, 2)  # (batch, (pieces))
+        pieces = self.tokenizer.tokenize_with_offsets(text)[0]  # (batch, (pieces))
         return self.serve_features(self.preprocessor.packer(pieces))
 
     def serve_features(self, features):
@@ -101,7 +97,7 @@ class MaskedLMServingHead(ServingHead):
         }
 
     def metadata(self):
-        return {"top_k": self.top_k, "max_predictions": self.max_predictions, "mask_token": MASK_LITERAL}
+        return {"top_k": self.top_k, "max_predictions": self.max_predictions, "mask_token": self.tokenizer.mask_token}
 
     def warmup_inputs(self, texts):
         return [{"text": list(WARMUP_TEXTS[:1])}, {"text": list(WARMUP_TEXTS)}]

@@ -15,9 +15,13 @@ it; in Python, `import tensorflow_text` before `tf.saved_model.load`.
 """
 
 import json
+import os
 import pathlib
 import shutil
 import tempfile
+from typing import Optional, Sequence, Union
+
+from keras_bert_app import errors
 
 METADATA_FILE = "keras_bert_app.json"
 WARMUP_FILE = "tf_serving_warmup_requests"
@@ -26,26 +30,40 @@ WARMUP_TEXTS = (
     "",
     "The quick brown fox jumps over the lazy dog, twice!",
 )
-TASKS = {
+# Servable models without a fine-tuned task: class name -> serving task.
+ENCODER_TASKS = {
     "BertEncoder": "features",
     "BertFeatureExtractor": "features",
-    "BertQuestionAnswerer": "question_answering",
-    "BertTokenClassifier": "token_classification",
     "BertPretrainer": "masked_lm",
 }
+# What the heads take when neither the call nor the run says.
+SERVING_DEFAULTS = {"text_pair": False, "max_query_length": 64, "max_answer_length": 30}
+DEFAULT_SEQUENCE_LENGTH = 128
 
 
-def task_of(model):
-    """The serving task of a model, from its class (and `num_classes`)."""
-    name = type(model).__name__
-    if name == "BertClassifier":
-        return "regression" if model.num_classes == 1 else "classification"
-    if name not in TASKS:
-        raise ValueError(
-            f"export_for_serving: cannot export a {name}; expected one of "
-            f"BertClassifier, {', '.join(TASKS)}."
+def task_of(model, task=None):
+    """The serving task of a model ("classification", "question_answering", ...).
+
+    A task model's `keras_bert_app.tasks` class names it (a classifier with
+    `num_classes=1` is "regression"); encoders serve "features", a
+    `BertPretrainer` "masked_lm".
+
+    Args:
+        model: the Keras model.
+        task: its `Task`, or None to look it up by the model's class.
+    """
+    from keras_bert_app.tasks.registry import TASKS, task_for_model
+
+    task = task or task_for_model(model)
+    serving_task = task.serving_task(model) if task is not None else ENCODER_TASKS.get(type(model).__name__)
+    if serving_task is None:
+        servable = [t.MODEL_CLASS_NAME for t in TASKS.values() if t.SERVING_TASK] + list(ENCODER_TASKS)
+        raise errors.ArgumentError(
+            "model",
+            f"export_for_serving: cannot export a {type(model).__name__}; expected one of "
+            f"{', '.join(dict.fromkeys(servable))}.",
         )
-    return TASKS[name]
+    return serving_task
 
 
 def next_version(export_base):
@@ -56,21 +74,27 @@ def next_version(export_base):
 
 
 def export_for_serving(
-    model,
-    export_base,
-    preprocessor,
-    version=None,
-    label_names=None,
-    text_pair=False,
-    warmup_texts=WARMUP_TEXTS,
-    max_query_length=64,
-    max_answer_length=30,
-    top_k=5,
-    max_predictions=20,
-):
+    model: Union["keras.Model", str, os.PathLike],
+    export_base: Union[str, os.PathLike],
+    preprocessor: Optional["BertPreprocessor"] = None,
+    version: Optional[int] = None,
+    label_names: Optional[Sequence[str]] = None,
+    text_pair: Optional[bool] = None,
+    warmup_texts: Sequence[str] = WARMUP_TEXTS,
+    max_query_length: Optional[int] = None,
+    max_answer_length: Optional[int] = None,
+    top_k: int = 5,
+    max_predictions: int = 20,
+    *,
+    head: str = "auto",
+    sequence_length: Optional[int] = None,
+) -> pathlib.Path:
     """Write `export_base/<version>/`, a SavedModel for TF Serving.
 
-    The inputs and outputs of `serving_default` depend on the model:
+    `model` is a Keras model, or a folder: a fine-tuned run's `preset/` (its
+    task chooses the head and gives the run's sequence length, label names,
+    text pair and question-answering settings) or an encoder preset (see
+    `head`). The inputs and outputs of `serving_default` depend on the model:
     - `BertClassifier`: `text` (or `text_a`, `text_b`) -> `probabilities`,
       `label_id` (+ `label`), or `score` for regression (`num_classes=1`);
     - `BertEncoder`/`BertFeatureExtractor`: `text` -> `pooled_output`,
@@ -83,60 +107,134 @@ def export_for_serving(
       mask (see `MaskedLMServingHead`).
 
     Args:
-        model: one of the models above.
-        export_base: str. The model's base folder in TF Serving's layout.
+        model: one of the models above, or a run or preset folder (str or path).
+        export_base: str or path. The model's base folder in TF Serving's layout.
         preprocessor: `BertPreprocessor` whose tokenizer matches the model's
-            vocabulary; its `sequence_length` is the served length.
+            vocabulary; its `sequence_length` is the served length. Needed
+            with a model; for a folder, None builds the folder's tokenizer at
+            `sequence_length`.
         version: int. Defaults to the next free number.
         label_names: list of str, the class or tag names in id order (a
-            classifier's `label`, a tagger's `tags` outputs).
-        text_pair: bool. Serve `text_a` + `text_b` (classifier and features).
+            classifier's `label`, a tagger's `tags` outputs); default: the run's.
+        text_pair: bool. Serve `text_a` + `text_b` (classifier and features);
+            None: the run's (a pair task), else False.
         warmup_texts: strings for the warmup requests of text models.
-        max_query_length: int. Question pieces kept (question answering).
-        max_answer_length: int. Longest answer in pieces (question answering).
+        max_query_length: int. Question pieces kept (question answering);
+            None: the run's, else 64.
+        max_answer_length: int. Longest answer in pieces (question
+            answering); None: the run's, else 30.
         top_k: int. Tokens returned per `[MASK]` (masked LM).
         max_predictions: int. `[MASK]`s predicted per text (masked LM).
+        head: "auto", "features" or "masked_lm": for an encoder preset folder,
+            serve its features or (with a `pretrain` run's heads) the masked
+            LM; "auto" picks masked_lm when the heads are there.
+        sequence_length: int. For a folder: the served length (None: the
+            run's, else 128).
 
     Returns:
         pathlib.Path of the written version folder.
+
+    Raises:
+        keras_bert_app.errors.ArgumentError: a model that cannot be served,
+            settings that do not fit it, the PyTorch backend.
+        keras_bert_app.errors.OutputExistsError: the version folder exists.
     """
     import keras
 
-    task = task_of(model)
+    task = None
+    if isinstance(model, (str, os.PathLike)):
+        model, preprocessor, task, label_names = _from_folder(model, preprocessor, head, sequence_length, label_names)
+    elif preprocessor is None:
+        raise errors.ArgumentError("preprocessor", "export_for_serving: a model needs a preprocessor (a BertPreprocessor).")
+    elif head != "auto" or sequence_length is not None:
+        raise errors.ArgumentError("head", "export_for_serving: head and sequence_length apply to a folder, not a model.")
+    task = task or _task_for(model)
+    serving_task = task_of(model, task)
+    settings = {**SERVING_DEFAULTS, **(task.serving_defaults() if task is not None else {})}
+    given = {"text_pair": text_pair, "max_query_length": max_query_length, "max_answer_length": max_answer_length}
+    settings.update({name: value for name, value in given.items() if value is not None})
     encoder = model if type(model).__name__ == "BertEncoder" else model.encoder
     vocabulary_size = preprocessor.tokenizer.vocabulary_size()
     if vocabulary_size != encoder.vocabulary_size:
-        raise ValueError(
+        raise errors.ArgumentError(
+            "preprocessor",
             f"export_for_serving: the preprocessor's vocabulary has {vocabulary_size} "
-            f"tokens but the model's token embedding has {encoder.vocabulary_size} rows."
+            f"tokens but the model's token embedding has {encoder.vocabulary_size} rows.",
         )
     if label_names is not None:
-        classes = model.num_classes if task in ("classification", "token_classification") else None
+        classes = model.num_classes if serving_task in ("classification", "token_classification") else None
         if classes is None or len(label_names) != classes:
             expected = classes or "none (not a classifier or tagger)"
-            raise ValueError(f"export_for_serving: expected {expected} label names, got {len(label_names)}.")
-    if text_pair and task not in ("classification", "regression", "features"):
-        raise ValueError(f"export_for_serving: text_pair applies to classifiers and features, not {task}.")
+            raise errors.ArgumentError("label_names", f"export_for_serving: expected {expected} label names, got {len(label_names)}.")
+    if settings["text_pair"] and serving_task not in ("classification", "regression", "features"):
+        raise errors.ArgumentError("text_pair", f"export_for_serving: text_pair applies to classifiers and features, not {serving_task}.")
     if keras.config.backend() not in ("tensorflow", "jax"):
-        raise ValueError(
+        raise errors.ArgumentError(
+            "model",
             f"export_for_serving: Keras cannot export a SavedModel from the "
             f"{keras.config.backend()} backend; save the model (`save_to_preset`) and "
-            "export it with KERAS_BACKEND=tensorflow or jax (weights are backend-neutral)."
+            "export it with KERAS_BACKEND=tensorflow or jax (weights are backend-neutral).",
         )
-    head = _head_for(
-        task, preprocessor, label_names, text_pair, max_query_length, max_answer_length, top_k, max_predictions
-    )
-    version = next_version(export_base) if version is None else int(version)
-    target = pathlib.Path(export_base) / str(version)
+    if task is not None:
+        serving_head = task.serving_head(model, preprocessor, label_names=label_names, **settings)
+    else:
+        serving_head = _encoder_head(serving_task, preprocessor, settings["text_pair"], top_k, max_predictions)
+    version = next_version(export_base) if version is None else errors.check_int("version", version, minimum=0)
+    target = pathlib.Path(export_base).expanduser() / str(version)
     if target.exists():
-        raise FileExistsError(f"export_for_serving: {target} exists; choose another --version.")
+        raise errors.OutputExistsError(f"export_for_serving: {target} exists; choose another --version.")
+    return write_saved_model(model, serving_head, target, warmup_texts)
+
+
+def _from_folder(folder, preprocessor, head, sequence_length, label_names):
+    """`(model, preprocessor, task or None, label names)` of a run or preset folder."""
+    from keras_bert_app.export.preset_loading import load_for_serving
+    from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
+    from keras_bert_app.tasks.base import check_preset
+    from keras_bert_app.tasks.registry import task_from_entry
+
+    check_preset("model", folder)
+    model, entry = load_for_serving(folder, head)
+    task = task_from_entry(entry) if entry.get("class_name") else None
+    if preprocessor is None:
+        if sequence_length is not None:
+            errors.check_int("sequence_length", sequence_length, minimum=3)
+        run_length = entry.get("data", {}).get("sequence_length")  # how the finetune run packed its input
+        length = sequence_length or run_length or DEFAULT_SEQUENCE_LENGTH
+        preprocessor = BertPreprocessor.from_preset(folder, sequence_length=length)
+    if label_names is None:
+        label_names = entry.get("label_names")
+    return model, preprocessor, task, label_names
+
+
+def _task_for(model):
+    from keras_bert_app.tasks.registry import task_for_model
+
+    return task_for_model(model)
+
+
+def _encoder_head(serving_task, preprocessor, text_pair, top_k, max_predictions):
+    if serving_task == "masked_lm":
+        from keras_bert_app.export.masked_lm_serving_head import MaskedLMServingHead
+
+        return MaskedLMServingHead(preprocessor, top_k, max_predictions)
+    from keras_bert_app.export.sequence_head import SequenceHead
+
+    return SequenceHead(serving_task, preprocessor, None, text_pair)
+
+
+def write_saved_model(model, head, target, warmup_texts=WARMUP_TEXTS):
+    """Export `model` with `head` around it to the version folder `target` (written last, whole)."""
+    import keras
+
+    preprocessor = head.preprocessor
     with tempfile.TemporaryDirectory() as scratch:
         core_dir = pathlib.Path(scratch) / "core"
         _export_core(model, core_dir, head)
         partial = pathlib.Path(scratch) / "serving"
         _wrap_and_save(core_dir, partial, head)
         metadata = {
-            "task": task,
+            "task": head.task,
             "model_class": type(model).__name__,
             "sequence_length": preprocessor.sequence_length,
             "inputs": list(head.input_names),
@@ -144,6 +242,7 @@ def export_for_serving(
             "label_names": None,
             **head.metadata(),
             "lowercase": preprocessor.tokenizer.lowercase,
+            "special_tokens_in_strings": head.tokenizer.special_tokens_in_strings,
             "exported_from_backend": keras.config.backend(),
             "op_libraries": _op_libraries(),
         }
@@ -155,24 +254,6 @@ def export_for_serving(
         # Move into place last: a half-written export never looks complete.
         shutil.move(str(partial), str(target))
     return target
-
-
-def _head_for(task, preprocessor, label_names, text_pair, max_query_length, max_answer_length, top_k, max_predictions):
-    if task == "question_answering":
-        from keras_bert_app.export.question_answering_head import QuestionAnsweringHead
-
-        return QuestionAnsweringHead(preprocessor, max_query_length, max_answer_length)
-    if task == "token_classification":
-        from keras_bert_app.export.token_classification_head import TokenClassificationHead
-
-        return TokenClassificationHead(preprocessor, label_names)
-    if task == "masked_lm":
-        from keras_bert_app.export.masked_lm_serving_head import MaskedLMServingHead
-
-        return MaskedLMServingHead(preprocessor, top_k, max_predictions)
-    from keras_bert_app.export.sequence_head import SequenceHead
-
-    return SequenceHead(task, preprocessor, label_names, text_pair)
 
 
 def _export_core(model, core_dir, head):

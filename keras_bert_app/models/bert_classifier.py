@@ -2,8 +2,7 @@
 
 import keras
 
-from keras_bert_app.models.bert_task import BertTask
-from keras_bert_app.models.bert_task import default_optimizer
+from keras_bert_app.models.bert_task import BertTask, head_initializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -42,9 +41,7 @@ class BertClassifier(BertTask):
         head_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="classifier_dropout")
         logits_dense = keras.layers.Dense(
             num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=encoder.initializer_range
-            ),
+            kernel_initializer=head_initializer(encoder),
             dtype=dtype,
             name="logits",
         )
@@ -60,41 +57,18 @@ class BertClassifier(BertTask):
         self.num_classes = int(num_classes)
         self.dropout = dropout
 
-    def compile(
-        self,
-        optimizer="auto",
-        loss="auto",
-        metrics="auto",
-        *,
-        learning_rate=5e-5,
-        total_steps=None,
-        warmup_ratio=0.1,
-        **kwargs,
-    ):
-        """Compile with the paper's defaults.
+    def compile_defaults(self):
+        """Sparse categorical cross-entropy on logits and accuracy; mean squared error and MAE when `num_classes=1`.
 
-        "auto" gives AdamW (weight decay 0.01, LayerNorm and biases excluded)
-        with a linear warmup over `warmup_ratio` of `total_steps` then linear
-        decay to 0 (constant `learning_rate` when `total_steps` is None);
-        sparse categorical cross-entropy on logits and accuracy, or mean
-        squared error when `num_classes=1`.
+        `compile()` (see `BertTask.compile`) adds the paper's AdamW with a
+        linear warmup over `warmup_ratio` of `total_steps`, then linear decay.
         """
-        if optimizer == "auto":
-            optimizer = default_optimizer(learning_rate, total_steps, warmup_ratio)
-        regression = self.num_classes == 1
-        if loss == "auto":
-            loss = (
-                keras.losses.MeanSquaredError()
-                if regression
-                else keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-            )
-        if metrics == "auto":
-            metrics = (
-                [keras.metrics.MeanAbsoluteError(name="mae")]
-                if regression
-                else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-            )
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+        if self.num_classes == 1:
+            return {"loss": keras.losses.MeanSquaredError(), "metrics": [keras.metrics.MeanAbsoluteError(name="mae")]}
+        return {
+            "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        }
 
     def head_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout}

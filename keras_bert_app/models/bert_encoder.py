@@ -5,6 +5,7 @@ import numpy as np
 from keras import ops
 
 from keras_bert_app import presets
+from keras_bert_app.convert import resolve
 from keras_bert_app.layers.bert_embeddings import BertEmbeddings
 from keras_bert_app.layers.transformer_block import TransformerBlock
 
@@ -194,29 +195,16 @@ class BertEncoder(keras.Model):
                 checkpoint, a keras-hub preset or an original Google release.
                 A built-in name with no local weights downloads and converts
                 its checkpoint once (`convert.hub`); offline that fails with
-                a message that says how to pass a local folder.
+                a message that says how to pass a local folder. Any of
+                these is read by `convert.resolve.resolve_preset`.
             load_weights: bool. False builds the architecture with freshly
                 initialised weights.
             **kwargs: overrides of the preset's config (e.g. `dropout=0.0`).
         """
-        from keras_bert_app.convert import detect, hub  # imports no TensorFlow
-
-        folder = presets.preset_dir(preset)
-        foreign = detect.load_foreign_preset(folder)  # (config, load) or None
-        if (
-            foreign is None
-            and load_weights
-            and presets.weights_path(folder) is None
-            and presets.weight_sources(folder)
-        ):
-            folder = hub.fetch_preset(folder)  # download + convert once; PresetError offline
-        config = presets.read_config(folder)
-        weights = _require_weights(folder, config) if load_weights and foreign is None else None
-        encoder = cls(**{**config["encoder"], **kwargs})
-        if load_weights and foreign is not None:
-            foreign[1](encoder)
-        elif weights is not None:
-            encoder.load_weights(str(weights))
+        resolved = resolve.resolve_preset(preset, fetch_weights=load_weights)
+        encoder = cls(**{**resolved.config["encoder"], **kwargs})
+        if load_weights:
+            resolved.load_weights(encoder)  # PresetError (with where to get weights) if there are none
         return encoder
 
     def save_to_preset(self, preset_dir):
@@ -244,22 +232,6 @@ _CONFIG_KEYS = (
     "layer_norm_epsilon",
     "initializer_range",
 )
-
-
-def _require_weights(preset, config):
-    path = presets.weights_path(preset)
-    if path is not None:
-        return path
-    sources = config.get("weights", {})
-    where = ", ".join(f"{hub}: {handle}" for hub, handle in sources.items()) or "none known"
-    raise presets.PresetError(
-        f"Preset {str(preset)!r} has no weights on this machine (no "
-        f"{presets.ENCODER_WEIGHTS_FILE} in {presets.preset_dir(preset)}). Real "
-        f"weights come from [{where}]: download that checkpoint and convert it "
-        "with `keras-bert-app convert --from huggingface|keras-hub|google SRC "
-        "--output PRESET_DIR`, then pass PRESET_DIR; or use load_weights=False "
-        "for freshly initialised weights."
-    )
 
 
 def _check_inputs(inputs, max_sequence_length, num_segments, vocabulary_size):

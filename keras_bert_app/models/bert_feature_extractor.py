@@ -1,8 +1,8 @@
 """BertFeatureExtractor: contextual token features from chosen encoder layers."""
 
 import keras
-from keras_bert_app.models.bert_task import BertTask
 
+from keras_bert_app.models.bert_task import BertTask
 
 COMBINE_MODES = ("concat", "sum")
 

@@ -4,8 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_app.models.bert_encoder import INPUT_NAMES
-from keras_bert_app.models.bert_task import BertTask
-from keras_bert_app.models.bert_task import default_optimizer
+from keras_bert_app.models.bert_task import BertTask, head_initializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -42,9 +41,7 @@ class BertMultipleChoice(BertTask):
         head_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="choice_dropout")
         score_dense = keras.layers.Dense(
             1,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=encoder.initializer_range
-            ),
+            kernel_initializer=head_initializer(encoder),
             dtype=dtype,
             name="choice_score",
         )
@@ -66,26 +63,12 @@ class BertMultipleChoice(BertTask):
         self.num_choices = int(num_choices)
         self.dropout = dropout
 
-    def compile(
-        self,
-        optimizer="auto",
-        loss="auto",
-        metrics="auto",
-        *,
-        learning_rate=5e-5,
-        total_steps=None,
-        warmup_ratio=0.1,
-        **kwargs,
-    ):
-        """Compile with the paper's defaults: AdamW with warmup + linear decay
-        (see `BertClassifier.compile`), cross-entropy over choices, accuracy."""
-        if optimizer == "auto":
-            optimizer = default_optimizer(learning_rate, total_steps, warmup_ratio)
-        if loss == "auto":
-            loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        if metrics == "auto":
-            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+    def compile_defaults(self):
+        """Cross-entropy over the choices (from logits) and accuracy; `BertTask.compile` adds the optimizer."""
+        return {
+            "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            "metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        }
 
     def head_config(self):
         return {"num_choices": self.num_choices, "dropout": self.dropout}

@@ -1,18 +1,15 @@
 """BertPretrainer: the encoder with BERT's masked-LM and next-sentence heads."""
 
-import pathlib
 import warnings
 
 import keras
-import numpy as np
 from keras import ops
 
-from keras_bert_app import presets
 from keras_bert_app.layers.masked_lm_head import MaskedLMHead
 from keras_bert_app.layers.next_sentence_head import NextSentenceHead
-from keras_bert_app.models.bert_encoder import INPUT_NAMES, BertEncoder
-from keras_bert_app.training.optimizer import create_optimizer
-from keras_bert_app.training.xla import resolve_jit_compile
+from keras_bert_app.models import head_weights
+from keras_bert_app.models.bert_encoder import INPUT_NAMES
+from keras_bert_app.models.bert_task import BertTask
 
 HEAD_WEIGHTS_FILE = "pretrainer.weights.h5"
 # The paper's pretraining recipe (Devlin et al. 2018, appendix A.2).
@@ -22,7 +19,7 @@ PAPER_WARMUP_STEPS = 10_000
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class BertPretrainer(keras.Model):
+class BertPretrainer(BertTask):
     """BERT's pretraining model: masked LM + next sentence prediction.
 
     The masked-LM head scores only the `mask_positions` (gathered before the
@@ -60,6 +57,12 @@ class BertPretrainer(keras.Model):
     ```
     """
 
+    weights_file = HEAD_WEIGHTS_FILE
+    config_entry = None  # a pretrainer preset is an encoder preset with heads, not a fine-tuned task
+    default_learning_rate = PAPER_LEARNING_RATE
+    default_total_steps = PAPER_TOTAL_STEPS
+    default_warmup_ratio = PAPER_WARMUP_STEPS / PAPER_TOTAL_STEPS
+
     def __init__(self, encoder, next_sentence_prediction=True, **kwargs):
         # === Layers ===
         masked_lm_head = MaskedLMHead(
@@ -95,46 +98,18 @@ class BertPretrainer(keras.Model):
         self.masked_lm_head = masked_lm_head
         self.next_sentence_head = next_sentence_head
 
-    def compile(
-        self,
-        optimizer="auto",
-        loss="auto",
-        metrics="auto",
-        weighted_metrics="auto",
-        jit_compile="auto",
-        **kwargs,
-    ):
-        """`keras.Model.compile` with the paper's recipe for every "auto".
-
-        "auto" `jit_compile` is XLA on TensorFlow and JAX, CPU included,
-        except under a multi-replica `tf.distribute` strategy, where Keras
-        decides (`keras_bert_app.training.xla`).
-        """
-        if optimizer == "auto":
-            optimizer = create_optimizer(
-                PAPER_LEARNING_RATE, total_steps=PAPER_TOTAL_STEPS, warmup_steps=PAPER_WARMUP_STEPS
-            )
-        if loss == "auto":
-            loss = {"mlm": masked_lm_loss()}
-            if self.next_sentence_prediction:
-                loss["nsp"] = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-        if weighted_metrics == "auto":
-            # Weighted by the mask weights: padding prediction slots excluded.
-            # Keras prefixes the output name only when there are several outputs.
-            name = "accuracy" if self.next_sentence_prediction else "mlm_accuracy"
-            weighted_metrics = {"mlm": [keras.metrics.SparseCategoricalAccuracy(name=name)]}
-        if metrics == "auto":
-            metrics = None
-            if self.next_sentence_prediction:
-                metrics = {"nsp": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
-        super().compile(
-            optimizer=optimizer,
-            loss=loss,
-            metrics=metrics,
-            weighted_metrics=weighted_metrics,
-            jit_compile=resolve_jit_compile(jit_compile, self),
-            **kwargs,
-        )
+    def compile_defaults(self):
+        """The masked-LM loss (+ NSP cross-entropy), masked-LM accuracy weighted by the mask weights, NSP accuracy."""
+        loss = {"mlm": masked_lm_loss()}
+        metrics = None
+        if self.next_sentence_prediction:
+            loss["nsp"] = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            metrics = {"nsp": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+        # Weighted by the mask weights: padding prediction slots excluded.
+        # Keras prefixes the output name only when there are several outputs.
+        name = "accuracy" if self.next_sentence_prediction else "mlm_accuracy"
+        weighted_metrics = {"mlm": [keras.metrics.SparseCategoricalAccuracy(name=name)]}
+        return {"loss": loss, "metrics": metrics, "weighted_metrics": weighted_metrics}
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         return super().compute_loss(
@@ -153,103 +128,59 @@ class BertPretrainer(keras.Model):
             for name in y
         }
 
-    def get_config(self):
-        return {
-            "encoder": keras.saving.serialize_keras_object(self.encoder),
-            "next_sentence_prediction": self.next_sentence_prediction,
-            "name": self.name,
-            "trainable": self.trainable,
-        }
+    def head_config(self):
+        return {"next_sentence_prediction": self.next_sentence_prediction}
 
     @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
-        return cls(**config)
-
-    @classmethod
-    def from_preset(cls, preset, load_weights=True, next_sentence_prediction=True, **kwargs):
+    def from_preset(cls, preset, load_weights=True, next_sentence_prediction=None, **kwargs):
         """Build from a built-in preset name or a preset folder.
 
         Args:
-            preset: str. A name from `keras_bert_app.presets.names()` or a
-                preset folder.
+            preset: str or path. A name from `keras_bert_app.presets.names()`,
+                one of our preset folders, or a foreign checkpoint (an HF
+                `BertForPreTraining` folder or an original Google release
+                brings its pretraining heads).
             load_weights: bool. Load the encoder weights (`model.weights.h5`,
                 required) and the head weights (`pretrainer.weights.h5`, when
                 the folder has them; fresh heads otherwise, with a warning).
-            next_sentence_prediction: bool. Keep the NSP head.
+                Every weight is read once.
+            next_sentence_prediction: bool or None. Keep the NSP head; None
+                keeps it unless the preset's saved heads are masked-LM only.
             **kwargs: overrides of the encoder config (e.g. `dropout=0.0`).
         """
-        encoder = BertEncoder.from_preset(preset, load_weights=load_weights, **kwargs)
-        pretrainer = cls(encoder, next_sentence_prediction=next_sentence_prediction)
-        if load_weights:
-            from keras_bert_app.convert import detect  # imports no TensorFlow
+        head_arguments = {}
+        if next_sentence_prediction is not None:
+            head_arguments["next_sentence_prediction"] = bool(next_sentence_prediction)
+        return cls._from_preset(preset, load_weights, head_arguments=head_arguments, encoder_arguments=kwargs)
 
-            foreign = detect.load_foreign_preset(presets.preset_dir(preset))
-            path = presets.preset_dir(preset) / HEAD_WEIGHTS_FILE
-            if foreign is not None and foreign[1](pretrainer):
-                pass  # Google / HF pretraining checkpoint: encoder and heads loaded
-            elif path.is_file():
-                pretrainer.load_head_weights(path)
-            else:
-                warnings.warn(
-                    f"Preset {str(preset)!r} has no {HEAD_WEIGHTS_FILE}: the pretraining "
-                    "heads start from fresh weights (the MLM output stays tied to the "
-                    "loaded token embeddings).",
-                    stacklevel=2,
-                )
-        return pretrainer
+    @classmethod
+    def _saved_head_config(cls, resolved):
+        path = resolved.folder / cls.weights_file
+        if resolved.source_format is not None or not path.is_file():
+            return None
+        return {"next_sentence_prediction": "next_sentence_head" in head_weights.saved_head_names(path)}
 
-    def save_to_preset(self, preset_dir):
-        """Write the encoder (`config.json`, `model.weights.h5`) and `pretrainer.weights.h5`."""
-        folder = self.encoder.save_to_preset(preset_dir)
-        self.save_head_weights(folder / HEAD_WEIGHTS_FILE)
-        return folder
+    @classmethod
+    def _reuses_saved_head(cls, resolved, saved, head_arguments):
+        """Saved heads load unless NSP is asked for and they have none (an NSP head in the file may go unused)."""
+        if saved is None:
+            return False
+        if head_arguments.get("next_sentence_prediction", False) and not saved["next_sentence_prediction"]:
+            raise ValueError(
+                f"{resolved.folder / cls.weights_file} holds masked-LM heads only (pretrained without "
+                "next sentence prediction); build the pretrainer with next_sentence_prediction=False."
+            )
+        return True
 
-    def head_variables(self):
-        """`{name: variable}` of the heads' own variables (not the tied embeddings)."""
-        tied = id(self.encoder.token_embedding.embeddings)
-        variables = {}
-        for head in (self.masked_lm_head, self.next_sentence_head):
-            if head is None:
-                continue
-            for variable in head.weights:
-                if id(variable) != tied:
-                    variables[f"{head.name}/{_relative_path(variable, head.name)}"] = variable
-        return variables
+    def _foreign_weights_target(self):
+        return self  # Google and HF pretraining checkpoints hold the heads too
 
-    def save_head_weights(self, path):
-        """Save the head variables to an HDF5 file, one dataset per variable path."""
-        import h5py
-
-        path = pathlib.Path(path)
-        temporary = path.with_name(path.name + ".tmp")
-        with h5py.File(temporary, "w") as file:
-            for name, variable in self.head_variables().items():
-                file[name] = ops.convert_to_numpy(variable)
-        temporary.replace(path)
-
-    def load_head_weights(self, path):
-        """Load head variables saved by `save_head_weights`; NSP is optional in the file."""
-        import h5py
-
-        stored = {}
-
-        def collect(name, item):
-            if isinstance(item, h5py.Dataset):
-                stored[name] = item[()]
-
-        with h5py.File(path, "r") as file:
-            file.visititems(collect)
-        for name, variable in self.head_variables().items():
-            if name not in stored:
-                raise ValueError(f"{path}: no weights for {name!r}; the file has {sorted(stored)}.")
-            value = np.asarray(stored[name])
-            if value.shape != tuple(variable.shape):
-                raise ValueError(
-                    f"{path}: {name!r} has shape {value.shape}, expected {tuple(variable.shape)}."
-                )
-            variable.assign(value)
+    def _warn_fresh_heads(self, resolved):
+        warnings.warn(
+            f"Preset {str(resolved.folder)!r} has no {self.weights_file}: the pretraining "
+            "heads start from fresh weights (the MLM output stays tied to the loaded token embeddings).",
+            stacklevel=4,
+        )
 
 
 def masked_lm_loss():
@@ -264,9 +195,3 @@ def masked_lm_loss():
     )
 
 
-def _relative_path(variable, head_name):
-    """`dense/kernel` from `.../masked_lm_head/dense/kernel`."""
-    parts = variable.path.split("/")
-    if head_name in parts:
-        parts = parts[len(parts) - parts[::-1].index(head_name):]
-    return "/".join(parts)

@@ -2,9 +2,8 @@
 
 import keras
 from keras import ops
-from keras_bert_app.models.bert_task import BertTask
-from keras_bert_app.models.bert_task import default_optimizer
 
+from keras_bert_app.models.bert_task import BertTask, head_initializer
 
 OUTPUT_NAMES = ("start_logits", "end_logits")
 
@@ -41,9 +40,7 @@ class BertQuestionAnswerer(BertTask):
         # === Layers ===
         span_dense = keras.layers.Dense(
             2,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=encoder.initializer_range
-            ),
+            kernel_initializer=head_initializer(encoder),
             dtype=dtype,
             name="span_logits",
         )
@@ -63,39 +60,15 @@ class BertQuestionAnswerer(BertTask):
         # === Config ===
         self.encoder = encoder
 
-    def compile(
-        self,
-        optimizer="auto",
-        loss="auto",
-        metrics="auto",
-        *,
-        learning_rate=5e-5,
-        total_steps=None,
-        warmup_ratio=0.1,
-        **kwargs,
-    ):
-        """Compile with the paper's defaults.
+    def compile_defaults(self):
+        """The mean of the start and end sparse cross-entropies on logits; start/end position accuracy.
 
-        "auto" gives AdamW with a linear warmup over `warmup_ratio` of
-        `total_steps` then linear decay (see `BertClassifier.compile`; the
-        paper uses 5e-5 for SQuAD v1.1 and 3e-5 for v2.0), the mean of the
-        start and end sparse cross-entropies on logits, and start/end
-        position accuracy.
+        `compile()` (see `BertTask.compile`) adds the paper's AdamW with
+        warmup and linear decay (the paper uses 5e-5 for SQuAD v1.1 and 3e-5
+        for v2.0).
         """
-        if optimizer == "auto":
-            optimizer = default_optimizer(learning_rate, total_steps, warmup_ratio)
-        loss_weights = kwargs.pop("loss_weights", None)
-        if loss == "auto":
-            loss = {
-                name: keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-                for name in OUTPUT_NAMES
-            }
-            loss_weights = loss_weights or {name: 0.5 for name in OUTPUT_NAMES}
-        if metrics == "auto":
-            metrics = {
-                name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-                for name in OUTPUT_NAMES
-            }
-        super().compile(
-            optimizer=optimizer, loss=loss, loss_weights=loss_weights, metrics=metrics, **kwargs
-        )
+        return {
+            "loss": {name: keras.losses.SparseCategoricalCrossentropy(from_logits=True) for name in OUTPUT_NAMES},
+            "loss_weights": {name: 0.5 for name in OUTPUT_NAMES},
+            "metrics": {name: [keras.metrics.SparseCategoricalAccuracy(name="accuracy")] for name in OUTPUT_NAMES},
+        }

@@ -1,9 +1,8 @@
 """BertTokenClassifier: per-token logits on the sequence output (NER)."""
 
 import keras
-from keras_bert_app.models.bert_task import BertTask
-from keras_bert_app.models.bert_task import default_optimizer
 
+from keras_bert_app.models.bert_task import BertTask, head_initializer
 
 IGNORE_LABEL = -100
 
@@ -42,9 +41,7 @@ class BertTokenClassifier(BertTask):
         head_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="token_dropout")
         logits_dense = keras.layers.Dense(
             num_classes,
-            kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=encoder.initializer_range
-            ),
+            kernel_initializer=head_initializer(encoder),
             dtype=dtype,
             name="token_logits",
         )
@@ -60,31 +57,15 @@ class BertTokenClassifier(BertTask):
         self.num_classes = int(num_classes)
         self.dropout = dropout
 
-    def compile(
-        self,
-        optimizer="auto",
-        loss="auto",
-        metrics="auto",
-        *,
-        learning_rate=5e-5,
-        total_steps=None,
-        warmup_ratio=0.1,
-        **kwargs,
-    ):
-        """Compile with the paper's defaults: AdamW with warmup + linear decay
-        (see `BertClassifier.compile`), cross-entropy that ignores label -100,
-        token accuracy (weighted by the readers' sample weights)."""
-        if optimizer == "auto":
-            optimizer = default_optimizer(learning_rate, total_steps, warmup_ratio)
-        if loss == "auto":
-            loss = keras.losses.SparseCategoricalCrossentropy(
-                from_logits=True, ignore_class=IGNORE_LABEL
-            )
-        if metrics == "auto":
-            metrics = [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
-        super().compile(
-            optimizer=optimizer, loss=loss, weighted_metrics=metrics, **kwargs
-        )
+    def compile_defaults(self):
+        """Cross-entropy that ignores label -100; token accuracy weighted by the readers' sample weights.
+
+        `BertTask.compile` adds the paper's AdamW with warmup and linear decay.
+        """
+        return {
+            "loss": keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=IGNORE_LABEL),
+            "weighted_metrics": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")],
+        }
 
     def head_config(self):
         return {"num_classes": self.num_classes, "dropout": self.dropout}

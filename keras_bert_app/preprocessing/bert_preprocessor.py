@@ -16,6 +16,12 @@ class BertPreprocessor(PreprocessingLayer):
     after, padded to `sequence_length`, truncated as the original BERT does
     (see `SegmentPacker`).
 
+    Literal special tokens in the text (`"good movie [SEP] bad movie"`)
+    follow the tokenizer's `special_tokens_in_strings`: by default they are
+    text (`[`, `sep`, `]`), so user text cannot add a `[SEP]` or `[CLS]` of
+    its own; with `True` they are the special ids, as in HF (the segment ids
+    still come from the segments given, not from such a `[SEP]`).
+
     Works inside `tf.data` under every Keras backend (outputs are tf tensors
     there); called eagerly it returns backend tensors (numpy arrays converted
     with `keras.ops.convert_to_tensor`; tf tensors on TensorFlow).
@@ -70,7 +76,8 @@ class BertPreprocessor(PreprocessingLayer):
 
     @classmethod
     def from_preset(cls, name_or_path, sequence_length=128, truncate="round_robin", **kwargs):
-        """The preprocessor of a preset (its tokenizer; `kwargs` go to it)."""
+        """The preprocessor of a preset (its tokenizer; `kwargs` go to it,
+        e.g. `special_tokens_in_strings=True`)."""
         tokenizer = BertTokenizer.from_preset(name_or_path, **kwargs)
         return cls(tokenizer, sequence_length=sequence_length, truncate=truncate)
 

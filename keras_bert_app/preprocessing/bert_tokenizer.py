@@ -8,9 +8,11 @@ import keras
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_bert_app import errors
 from keras_bert_app import presets
 from keras_bert_app.preprocessing import bert_normalization
 from keras_bert_app.preprocessing import offsets
+from keras_bert_app.preprocessing import special_tokens
 from keras_bert_app.preprocessing.preprocessing_layer import PreprocessingLayer
 from keras_bert_app.preprocessing.vocabulary import SPECIAL_TOKENS
 from keras_bert_app.preprocessing.vocabulary import read_vocabulary
@@ -34,6 +36,22 @@ class BertTokenizer(PreprocessingLayer):
     continuation pieces; a word that cannot be decomposed, or that has more
     than `max_input_chars_per_word` characters, becomes `[UNK]`.
 
+    Special tokens written in the text: with `special_tokens_in_strings=False`
+    (the default) a literal `[CLS]`, `[SEP]`, `[MASK]`, `[PAD]` or `[UNK]` in
+    the input is ordinary text, so `"the [CLS] token"` gives `the`, `[`,
+    `cl`, `##s`, `]`, `token`, exactly as the original `FullTokenizer` does;
+    user text can then never inject a `[SEP]` that splits a segment, or a
+    `[CLS]`. With `special_tokens_in_strings=True` each of those five
+    literals, matched exactly and case-sensitively in the raw text before
+    cleaning and normalisation, is its one special id, as HF `tokenizers`
+    does (keras-hub's option of that name leaves out `[UNK]`):
+    `"foo[SEP]bar"` gives `foo`, `[SEP]`, `bar`; `"[sep]"` and `"[ SEP]"`
+    stay text; the offsets of a special token span its literal. Use it to
+    get HF's ids (`BertTokenizer.from_preset(name,
+    special_tokens_in_strings=True)`), or to send `[MASK]`s in fill-in text.
+    The setting is saved in the config and the preset, so preprocessors,
+    `tf.data` pipelines and exported SavedModels follow it.
+
     It runs as TF ops (tensorflow-text's FastWordpiece underneath), so it works
     inside `tf.data` and an exported SavedModel under every Keras backend.
     Called on strings it returns token ids: a scalar string gives a 1-D
@@ -41,7 +59,9 @@ class BertTokenizer(PreprocessingLayer):
 
     The ids equal HF `tokenizers.BertWordPieceTokenizer(vocab, lowercase=...,
     strip_accents=None, clean_text=True, handle_chinese_chars=True)` with
-    `add_special_tokens=False`, except:
+    `add_special_tokens=False` on text without literal special tokens, and
+    on all text with `special_tokens_in_strings=True` (HF matches the
+    literals; by default the lines that hold one follow the original), except:
     - the per-word cap: 200 characters here (the original's), 100 in HF;
     - unassigned code points are kept (they make their word `[UNK]`), as HF
       does; the original Python drops them;
@@ -61,6 +81,9 @@ class BertTokenizer(PreprocessingLayer):
             `[CLS]`, `[SEP]` and `[MASK]`, have no duplicates, no empty lines.
         lowercase: bool. Lower-case and strip accents (uncased models).
         max_input_chars_per_word: int. Longer words become `[UNK]`.
+        special_tokens_in_strings: bool. Whether a literal special token in
+            the text is that token (HF's rule) rather than text (the
+            original's rule, the default); see above.
         dtype: "int32" or "int64", the dtype of the ids.
 
     Example:
@@ -68,6 +91,9 @@ class BertTokenizer(PreprocessingLayer):
     tokenizer = keras_bert_app.BertTokenizer.from_preset("bert_base_uncased")
     tokenizer(["The quick brown fox."])       # <tf.RaggedTensor [[1996, 4248, 2829, 4419, 1012]]>
     ids, starts, ends = tokenizer.tokenize_with_offsets(["naïve café"])  # UTF-8 byte offsets
+    tokenizer.tokenize_as_strings("a [MASK] b")   # [b'a', b'[', b'mask', b']', b'b']
+    hf_rule = keras_bert_app.BertTokenizer.from_preset("bert_base_uncased", special_tokens_in_strings=True)
+    hf_rule.tokenize_as_strings("a [MASK] b")     # [b'a', b'[MASK]', b'b']
     ```
     """
 
@@ -76,6 +102,7 @@ class BertTokenizer(PreprocessingLayer):
         vocabulary,
         lowercase=True,
         max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD,
+        special_tokens_in_strings=False,
         dtype="int32",
         **kwargs,
     ):
@@ -93,6 +120,9 @@ class BertTokenizer(PreprocessingLayer):
                 "BertTokenizer: max_input_chars_per_word must be >= 1, got "
                 f"{max_input_chars_per_word}"
             )
+        self.special_tokens_in_strings = errors.check_type(
+            "special_tokens_in_strings", special_tokens_in_strings, bool
+        )
         for token in SPECIAL_TOKENS:
             name = token.strip("[]").lower()
             setattr(self, f"{name}_token", token)
@@ -124,6 +154,7 @@ class BertTokenizer(PreprocessingLayer):
             no_pretokenization=True,
         )
         self._vocabulary_tensor = tf.constant(self._vocabulary)
+        self._special_token_ids = [self._token_to_id[token] for token in SPECIAL_TOKENS]
         # Eager calls run one compiled graph instead of op by op, a large
         # batch split in shards that run in parallel (one per CPU core).
         strings = [tf.TensorSpec([None], tf.string)]
@@ -220,6 +251,18 @@ class BertTokenizer(PreprocessingLayer):
 
     def _tokenize_batch(self, text):
         # text: [batch] tf.string -> ids [batch, (tokens)]
+        if not self.special_tokens_in_strings:
+            return self._tokenize_text(text)
+        return self._around_special_tokens(text, lambda pieces: (self._tokenize_text(pieces),))[0]
+
+    def _around_special_tokens(self, text, tokenize):
+        special_token_ids = tf.constant(self._special_token_ids, self._id_dtype)
+        return special_tokens.tokenize_around_special_tokens(
+            bert_normalization.valid_utf8(text), special_token_ids, tokenize
+        )
+
+    def _tokenize_text(self, text):
+        # text: [batch] tf.string, no special tokens matched -> ids [batch, (tokens)]
         text = bert_normalization.valid_utf8(text)
         normalized = bert_normalization.normalize(text, self.lowercase)
         ids, starts, ends = self._text_wordpiece.tokenize_with_offsets(normalized)
@@ -237,7 +280,7 @@ class BertTokenizer(PreprocessingLayer):
         redo = tf.reduce_any(long_unknown, axis=1)  # [batch]
         redo_rows = tf.where(redo)[:, 0]
         keep_rows = tf.where(~redo)[:, 0]
-        exact_ids, _, _ = self._tokenize_with_offsets_batch(tf.gather(text, redo_rows))
+        exact_ids, _, _ = self._tokenize_text_with_offsets(tf.gather(text, redo_rows))
         stacked = tf.concat([tf.gather(ids, keep_rows), exact_ids], axis=0)
         order = tf.argsort(tf.concat([keep_rows, redo_rows], axis=0))
         return tf.gather(stacked, order)
@@ -245,6 +288,12 @@ class BertTokenizer(PreprocessingLayer):
     # --- the exact path, with offsets ---
     def _tokenize_with_offsets_batch(self, text):
         # text: [batch] tf.string -> ids, starts, ends [batch, (tokens)]
+        if not self.special_tokens_in_strings:
+            return self._tokenize_text_with_offsets(text)
+        return self._around_special_tokens(text, self._tokenize_text_with_offsets)
+
+    def _tokenize_text_with_offsets(self, text):
+        # text: [batch] tf.string, no special tokens matched -> ids, starts, ends [batch, (tokens)]
         text = bert_normalization.valid_utf8(text)
         words, word_starts, _ = bert_normalization.split_words_with_offsets(
             text, self.lowercase
@@ -308,6 +357,7 @@ class BertTokenizer(PreprocessingLayer):
                 "vocabulary": self.get_vocabulary(),
                 "lowercase": self.lowercase,
                 "max_input_chars_per_word": self.max_input_chars_per_word,
+                "special_tokens_in_strings": self.special_tokens_in_strings,
             }
         )
         return config
@@ -316,14 +366,20 @@ class BertTokenizer(PreprocessingLayer):
     def from_preset(cls, name_or_path, **kwargs):
         """The tokenizer of a built-in preset name or a preset folder.
 
-        Uses the preset's `vocab.txt` and `config.json["tokenizer"]["lowercase"]`;
-        `kwargs` override (e.g. `max_input_chars_per_word`).
+        Uses the preset's `vocab.txt` and `config.json["tokenizer"]`
+        (`lowercase`, and `max_input_chars_per_word` and
+        `special_tokens_in_strings` when set); `kwargs` override.
         """
-        config = presets.read_config(name_or_path).get("tokenizer", {})
+        from keras_bert_app.convert import resolve  # our preset folders and foreign checkpoints alike
+
+        resolved = resolve.resolve_preset(name_or_path)
+        config = resolved.config.get("tokenizer", {})
         kwargs.setdefault("lowercase", bool(config.get("lowercase", True)))
         if "max_input_chars_per_word" in config:
             kwargs.setdefault("max_input_chars_per_word", int(config["max_input_chars_per_word"]))
-        return cls(vocabulary=presets.vocabulary_path(name_or_path), **kwargs)
+        if "special_tokens_in_strings" in config:
+            kwargs.setdefault("special_tokens_in_strings", config["special_tokens_in_strings"])  # checked: a bool
+        return cls(vocabulary=resolved.vocabulary_path, **kwargs)
 
     def save_to_preset(self, path):
         """Write `vocab.txt` and the "tokenizer" entry of `config.json` in `path`.
@@ -343,6 +399,8 @@ class BertTokenizer(PreprocessingLayer):
         }
         if self.max_input_chars_per_word != MAX_INPUT_CHARS_PER_WORD:
             config["tokenizer"]["max_input_chars_per_word"] = self.max_input_chars_per_word
+        if self.special_tokens_in_strings:
+            config["tokenizer"]["special_tokens_in_strings"] = True
         config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         return folder
 

@@ -1,4 +1,4 @@
-"""Train a WordPiece vocabulary on a corpus (`keras-bert-app build-vocab`).
+"""Train a WordPiece vocabulary on a corpus (`kba.build_vocabulary`, `keras-bert-app build-vocab`).
 
 Words are split and normalised exactly as `BertTokenizer` does; the subword
 vocabulary is then learned by tensorflow-text's WordPiece learner
@@ -17,14 +17,17 @@ bisect only that last interval: 1 learning pass instead of 15 for the
 quickstart's BBC News corpus, with the same vocabulary.
 """
 
-import argparse
 import collections
+import os
 import pathlib
-import sys
+from typing import Sequence
 
-from keras_bert_app.preprocessing.vocabulary import SPECIAL_TOKENS
+from keras_bert_app import errors
+from keras_bert_app.preprocessing.vocabulary import SPECIAL_TOKENS, write_vocabulary
 
 LINES_PER_BATCH = 1024
+DEFAULT_VOCABULARY_SIZE = 30522  # BERT's English vocabularies
+DEFAULT_MAX_UNIQUE_CHARACTERS = 1000
 LOWEST_THRESHOLD = 10  # tensorflow-text's default lowest subword count
 SLACK = 0.05  # the size may end up to 5% below the target (tensorflow-text's default)
 
@@ -57,14 +60,63 @@ def corpus_word_counts(corpus_files, lowercase=True):
     return [(word.decode("utf-8"), count) for word, count in counts.items()]
 
 
+def build_vocabulary(
+    corpus: str | os.PathLike | Sequence[str | os.PathLike],
+    output: str | os.PathLike,
+    vocab_size: int = DEFAULT_VOCABULARY_SIZE,
+    lowercase: bool = True,
+    max_unique_characters: int = DEFAULT_MAX_UNIQUE_CHARACTERS,
+    min_count: int | None = None,
+) -> pathlib.Path:
+    """Learn a WordPiece vocabulary from text files and write it, one token a line.
+
+    The stage function behind `keras-bert-app build-vocab`: BERT's special
+    tokens `[PAD] [UNK] [CLS] [SEP] [MASK]` first, then the learned pieces
+    (see `train_vocabulary`).
+
+    Args:
+        corpus: str or path, or a list of them. UTF-8 text files, one
+            sentence or paragraph a line (blank lines are ignored).
+        output: str or path. The vocabulary file to write (its folder must exist).
+        vocab_size: int. The target size, special tokens included; the
+            learner stops within 5% below it.
+        lowercase: bool. Lower-case and strip accents (uncased), as
+            `BertTokenizer(lowercase=...)` will.
+        max_unique_characters: int. The alphabet is the most frequent
+            characters up to this many; words with others are left out.
+        min_count: int or None. The lowest token count the learner's
+            threshold search tries (tensorflow-text's default, 10, when None).
+
+    Returns:
+        pathlib.Path of the written vocabulary.
+
+    Raises:
+        keras_bert_app.errors.MissingFileError: a corpus file or the output's
+            folder does not exist.
+        keras_bert_app.errors.ArgumentTypeError: an argument of the wrong type.
+        keras_bert_app.errors.ArgumentError: `vocab_size` not above the number
+            of special tokens, or another value out of range.
+        keras_bert_app.errors.DataError: the corpus gave no vocabulary (empty).
+    """
+    files = _corpus_files("corpus", corpus)
+    output = errors.check_path("output", output)
+    if output.is_dir():
+        raise errors.ArgumentError("output", f"output: {output} is a folder; pass the path of the vocabulary file to write.")
+    if not output.parent.is_dir():
+        raise errors.MissingFileError("output", f"output: folder {str(output.parent)!r} does not exist.")
+    vocabulary = _train(files, vocab_size, lowercase, max_unique_characters, min_count, size_argument="vocab_size")
+    write_vocabulary(vocabulary, output)
+    return output
+
+
 def train_vocabulary(
-    corpus_files,
-    vocabulary_size,
-    lowercase=True,
-    output=None,
-    max_unique_characters=1000,
-    min_count=None,
-):
+    corpus_files: str | os.PathLike | Sequence[str | os.PathLike],
+    vocabulary_size: int,
+    lowercase: bool = True,
+    output: str | os.PathLike | None = None,
+    max_unique_characters: int = DEFAULT_MAX_UNIQUE_CHARACTERS,
+    min_count: int | None = None,
+) -> list[str]:
     """Learn a WordPiece vocabulary from text files.
 
     Args:
@@ -82,37 +134,54 @@ def train_vocabulary(
 
     Returns:
         list of str: the vocabulary, special tokens first.
+
+    Raises:
+        The typed errors of `build_vocabulary`, naming this function's arguments.
     """
+    files = _corpus_files("corpus_files", corpus_files)
+    if output is not None:
+        output = errors.check_path("output", output)
+    vocabulary = _train(files, vocabulary_size, lowercase, max_unique_characters, min_count, size_argument="vocabulary_size")
+    if output is not None:
+        write_vocabulary(vocabulary, output)
+    return vocabulary
+
+
+def _corpus_files(argument, corpus):
+    """`corpus` (one path or a list) as a non-empty list of existing files."""
+    paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else corpus
+    errors.check_type(argument, paths, (list, tuple), "a path or a list of paths")
+    if not paths:
+        raise errors.ArgumentError(argument, f"{argument}: no corpus files given.")
+    return [errors.check_file(argument, path) for path in paths]
+
+
+def _train(corpus_files, vocabulary_size, lowercase, max_unique_characters, min_count, size_argument):
+    """The learned vocabulary (special tokens first) of checked corpus files."""
+    errors.check_int(size_argument, vocabulary_size)
+    if vocabulary_size <= len(SPECIAL_TOKENS):
+        raise errors.ArgumentError(
+            size_argument,
+            f"{size_argument} must be above {len(SPECIAL_TOKENS)} (the special tokens); got {vocabulary_size}.",
+        )
+    errors.check_type("lowercase", lowercase, bool)
+    errors.check_int("max_unique_characters", max_unique_characters, minimum=1)
+    if min_count is not None:
+        errors.check_int("min_count", min_count, minimum=1)
     from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
 
-    from keras_bert_app.preprocessing.vocabulary import write_vocabulary
-
-    corpus_files = [pathlib.Path(path) for path in corpus_files]
-    if not corpus_files:
-        raise ValueError("build-vocab: no corpus files given")
-    for path in corpus_files:
-        if not path.is_file():
-            raise FileNotFoundError(f"build-vocab: corpus file {str(path)!r} does not exist")
-    if int(vocabulary_size) <= len(SPECIAL_TOKENS):
-        raise ValueError(
-            f"build-vocab: vocab size must be above {len(SPECIAL_TOKENS)} (the special "
-            f"tokens), got {vocabulary_size}"
-        )
     word_counts = corpus_word_counts(corpus_files, lowercase)
     vocabulary = []
     if word_counts:
         vocabulary = _learn(
-            learner.learn, word_counts, int(vocabulary_size),
-            LOWEST_THRESHOLD if min_count is None else int(min_count),
-            max_unique_chars=int(max_unique_characters),
+            learner.learn, word_counts, vocabulary_size,
+            LOWEST_THRESHOLD if min_count is None else min_count,
+            max_unique_chars=max_unique_characters,
         )
     if len(vocabulary) <= len(SPECIAL_TOKENS):
-        raise ValueError(
-            f"build-vocab: the corpus ({', '.join(map(str, corpus_files))}) gave no "
-            "vocabulary: is it empty?"
+        raise errors.DataError(
+            f"the corpus ({', '.join(map(str, corpus_files))}) gave no vocabulary: is it empty?"
         )
-    if output is not None:
-        write_vocabulary(vocabulary, output)
     return vocabulary
 
 
@@ -143,43 +212,3 @@ def _learn(learn, word_counts, vocabulary_size, lowest, **params):
         if len(vocabulary) < len(bisected) <= vocabulary_size:
             vocabulary = bisected
     return vocabulary
-
-
-def add_arguments(parser):
-    parser.add_argument(
-        "--corpus", nargs="+", required=True, metavar="FILE",
-        help="UTF-8 text files, one sentence a line",
-    )
-    parser.add_argument(
-        "--vocab-size", type=int, required=True, metavar="N",
-        help="target vocabulary size, special tokens included (the result is within 5%% below)",
-    )
-    parser.add_argument("--output", required=True, metavar="PATH", help="where to write vocab.txt")
-    parser.add_argument(
-        "--lowercase", action=argparse.BooleanOptionalAction, default=True,
-        help="lower-case and strip accents (uncased; the default) or not (--no-lowercase)",
-    )
-    parser.add_argument(
-        "--max-unique-characters", type=int, default=1000, metavar="N",
-        help="alphabet size: the N most frequent characters (default 1000)",
-    )
-
-
-def run(args):
-    output = pathlib.Path(args.output)
-    if output.parent and not output.parent.exists():
-        raise FileNotFoundError(f"build-vocab: output folder {str(output.parent)!r} does not exist")
-    print(
-        f"build-vocab: learning ~{args.vocab_size} WordPieces from {len(args.corpus)} file(s) "
-        f"({'lowercase' if args.lowercase else 'cased'})",
-        file=sys.stderr,
-    )
-    vocabulary = train_vocabulary(
-        args.corpus,
-        args.vocab_size,
-        lowercase=args.lowercase,
-        output=output,
-        max_unique_characters=args.max_unique_characters,
-    )
-    print(f"build-vocab: wrote {len(vocabulary)} tokens to {output}", file=sys.stderr)
-    return 0

@@ -13,6 +13,8 @@ import os
 
 import keras
 
+from keras_bert_app import errors
+
 TF_STRATEGIES = ("tpu", "mirrored", "multi_worker", "cpu")
 JAX_DISTRIBUTIONS = ("data_parallel", "model_parallel")
 STRATEGY_NAMES = ("auto", *TF_STRATEGIES, *JAX_DISTRIBUTIONS)
@@ -43,7 +45,8 @@ class TrainingDistribution:
     def per_replica_batch_size(self, global_batch_size):
         """The per-replica share of `global_batch_size`; it must divide evenly."""
         if global_batch_size % self.num_replicas:
-            raise ValueError(
+            raise errors.ArgumentError(
+                "batch_size",
                 f"Batch size {global_batch_size} is not divisible by the "
                 f"{self.num_replicas} replicas of the {self.name!r} strategy: use a "
                 f"multiple of {self.num_replicas}."
@@ -83,17 +86,19 @@ def create_distribution(name="auto", tpu_address=None, model_parallel_size=None)
         made the global `keras.distribution` already.
     """
     if name not in STRATEGY_NAMES:
-        raise ValueError(f"Unknown strategy {name!r}: expected one of {list(STRATEGY_NAMES)}.")
+        raise errors.ArgumentError("strategy", f"Unknown strategy {name!r}: expected one of {list(STRATEGY_NAMES)}.")
     backend = keras.backend.backend()
     if name == "auto":
         return _auto(backend, tpu_address)
     if name in TF_STRATEGIES and backend != "tensorflow":
-        raise ValueError(
+        raise errors.ArgumentError(
+            "strategy",
             f"Strategy {name!r} is a tf.distribute strategy: run with "
             f"KERAS_BACKEND=tensorflow (the backend is {backend!r})."
         )
     if name in JAX_DISTRIBUTIONS and backend != "jax":
-        raise ValueError(
+        raise errors.ArgumentError(
+            "strategy",
             f"Strategy {name!r} uses keras.distribution: run with KERAS_BACKEND=jax "
             f"(the backend is {backend!r})."
         )
@@ -138,7 +143,8 @@ def _tpu(tpu_address):
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except (ValueError, RuntimeError, tf.errors.OpError) as error:
         where = repr(tpu_address) if tpu_address else "this machine (Colab/TPU VM default)"
-        raise ValueError(
+        raise errors.ArgumentError(
+            "tpu",
             f"No TPU found at {where}: {str(error).splitlines()[0] if str(error) else type(error).__name__}. "
             "On Colab pick a TPU runtime; on Cloud pass --tpu NAME; or use another --strategy."
         ) from None
@@ -153,7 +159,7 @@ def _check_tpu_reachable(tpu_address, timeout_seconds=10):
     if not address:
         local = [path for path in ("/dev/accel0", "/dev/vfio/0") if os.path.exists(path)]
         if not local:
-            raise ValueError(f"No TPU found on this machine (no TPU device, no TPU_NAME). {advice}")
+            raise errors.ArgumentError("tpu", f"No TPU found on this machine (no TPU device, no TPU_NAME). {advice}")
         return
     target = address[len("grpc://"):] if address.startswith("grpc://") else address
     host, _, port = target.rpartition(":")
@@ -163,7 +169,7 @@ def _check_tpu_reachable(tpu_address, timeout_seconds=10):
         try:
             socket.create_connection((host, int(port)), timeout=timeout_seconds).close()
         except OSError as error:
-            raise ValueError(f"No TPU found at {address!r}: {error}. {advice}") from None
+            raise errors.ArgumentError("tpu", f"No TPU found at {address!r}: {error}. {advice}") from None
 
 
 def _mirrored():
@@ -187,7 +193,8 @@ def _multi_worker():
     import tensorflow as tf
 
     if not os.environ.get("TF_CONFIG"):
-        raise ValueError(
+        raise errors.ArgumentError(
+            "strategy",
             "Strategy 'multi_worker' needs TF_CONFIG (cluster and task of this "
             "worker) in the environment; it is not set."
         )
@@ -260,7 +267,8 @@ def _model_parallel(model_parallel_size):
     devices = keras.distribution.list_devices()
     model_parallel_size = model_parallel_size or len(devices)
     if len(devices) % model_parallel_size:
-        raise ValueError(
+        raise errors.ArgumentError(
+            "model_parallel_size",
             f"model_parallel_size {model_parallel_size} does not divide the "
             f"{len(devices)} devices."
         )

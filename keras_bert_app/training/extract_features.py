@@ -1,6 +1,10 @@
-"""`keras-bert-app extract-features`: per-token contextual features, as the original BERT's.
+"""`kba.extract_features`: per-token contextual features, as the original BERT's `extract_features.py`.
 
-    keras-bert-app extract-features --input in.txt --preset P --layers -1,-2,-3,-4 --output out.jsonl
+```python
+import keras_bert_app as kba
+
+kba.extract_features("sentences.txt", "path/to/preset", "features.jsonl", layers=(-1, -2, -3, -4))
+```
 
 The input has one example a line; `text_a ||| text_b` for a pair. Each
 output line follows the original `extract_features.py`:
@@ -9,57 +13,81 @@ output line follows the original `extract_features.py`:
 """
 
 import json
+import os
 import pathlib
-import re
+from typing import Callable, Optional, Sequence, Union
+
+from keras_bert_app import errors
+from keras_bert_app.tasks.base import check_preset
 
 PAIR_SEPARATOR = " ||| "
 
 
-def add_arguments(parser):
-    # Let `--layers -1,-2` parse: argparse takes "-1,-2" for an option unless
-    # it counts as a negative number.
-    if hasattr(parser, "_negative_number_matcher"):
-        parser._negative_number_matcher = re.compile(r"^-\d+(,-?\d+)*$|^-\d*\.\d+$")
-    parser.add_argument("--input", required=True, help="text file, one example a line ('a ||| b' for pairs)")
-    parser.add_argument("--preset", required=True, help="preset name or folder (with weights)")
-    parser.add_argument("--output", required=True, help="JSON lines file to write")
-    parser.add_argument("--layers", default="-1,-2,-3,-4", help="comma-separated layer indices (default -1,-2,-3,-4)")
-    parser.add_argument("--sequence-length", type=int, default=128, help="tokens per example (default 128)")
-    parser.add_argument("--batch-size", type=int, default=8, help="batch size (default 8)")
+def extract_features(
+    input: Union[str, os.PathLike],
+    preset: Union[str, os.PathLike],
+    output: Union[str, os.PathLike],
+    layers: Sequence[int] = (-1, -2, -3, -4),
+    sequence_length: int = 128,
+    batch_size: int = 8,
+    *,
+    log: Optional[Callable[[str], None]] = None,
+) -> pathlib.Path:
+    """Write the features of chosen encoder layers for every token of every input line.
 
+    Args:
+        input: str or path. A text file, one example a line (`a ||| b` for pairs).
+        preset: str or path. A preset name or folder (with weights).
+        output: str or path. The JSON lines file to write.
+        layers: sequence of int. Encoder layer indices (negative from the top).
+        sequence_length: int. Tokens per example (longer ones are truncated).
+        batch_size: int.
+        log: callable taking a str, for the closing line (None: quiet).
 
-def run(args):
+    Returns:
+        pathlib.Path of `output`.
+
+    Raises:
+        keras_bert_app.errors.MissingFileError: no input file.
+        keras_bert_app.errors.ArgumentError: bad layers or sizes (naming the argument).
+        keras_bert_app.errors.DataError: an empty input, or one mixing single texts and pairs.
+    """
+    log = log or (lambda message: None)
+    input_path = errors.check_file("input", input)
+    check_preset("preset", preset)
+    output = errors.check_path("output", output)
+    errors.check_type("layers", layers, (list, tuple), "a sequence of int")
+    layers = tuple(errors.check_int("layers", layer) for layer in layers)
+    if not layers:
+        raise errors.ArgumentError("layers", "layers must name at least one layer.")
+    errors.check_int("sequence_length", sequence_length, minimum=3)
+    errors.check_int("batch_size", batch_size, minimum=1)
+    lines = [line.rstrip("\n") for line in input_path.open(encoding="utf-8")]
+    lines = [line for line in lines if line.strip()]
+    if not lines:
+        raise errors.DataError(f"{input_path}: no examples (the file is empty).")
+    texts = [line.split(PAIR_SEPARATOR, 1) for line in lines]
+    paired = all(len(text) == 2 for text in texts)
+    if not paired and any(len(text) == 2 for text in texts):
+        raise errors.DataError(f"{input_path}: mixes single texts and '{PAIR_SEPARATOR.strip()}' pairs.")
+
     import numpy as np
     import tensorflow as tf
 
     from keras_bert_app.models.bert_feature_extractor import BertFeatureExtractor
     from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 
-    layers = _parse_layers(args.layers)
-    input_path = pathlib.Path(args.input)
-    if not input_path.is_file():
-        raise FileNotFoundError(f"{input_path}: no such file.")
-    lines = [line.rstrip("\n") for line in input_path.open(encoding="utf-8")]
-    lines = [line for line in lines if line.strip()]
-    if not lines:
-        raise ValueError(f"{input_path}: no examples (the file is empty).")
-    texts = [line.split(PAIR_SEPARATOR, 1) for line in lines]
-    paired = all(len(text) == 2 for text in texts)
-    if not paired and any(len(text) == 2 for text in texts):
-        raise ValueError(f"{input_path}: mixes single texts and '{PAIR_SEPARATOR.strip()}' pairs.")
-
-    extractor = BertFeatureExtractor.from_preset(args.preset, layers=layers, combine="concat")
-    preprocessor = BertPreprocessor.from_preset(args.preset, sequence_length=args.sequence_length)
+    extractor = BertFeatureExtractor.from_preset(preset, layers=layers, combine="concat")
+    preprocessor = BertPreprocessor.from_preset(preset, sequence_length=sequence_length)
     segments = tuple(zip(*texts)) if paired else ([text[0] for text in texts],)
-    dataset = tf.data.Dataset.from_tensor_slices(tuple(list(s) for s in segments)).batch(args.batch_size)
+    dataset = tf.data.Dataset.from_tensor_slices(tuple(list(s) for s in segments)).batch(batch_size)
     dataset = dataset.map(lambda *s: preprocessor(s if paired else s[0]))
     hidden_dim = extractor.encoder.hidden_dim
-    output = pathlib.Path(args.output).expanduser()
     output.parent.mkdir(parents=True, exist_ok=True)
     index = 0
     with output.open("w", encoding="utf-8") as file:
         for inputs in dataset:
-            features = np.asarray(extractor.predict_on_batch(inputs))  # (batch, seq, H * layers)
+            features = np.asarray(extractor.predict_on_batch(inputs))  # (batch, seq, hidden * layers)
             token_ids = inputs["token_ids"].numpy()
             mask = np.asarray(inputs["padding_mask"]).astype(bool)
             tokens = preprocessor.tokenizer.ids_to_tokens(token_ids).numpy()
@@ -78,12 +106,5 @@ def run(args):
                     )
                 file.write(json.dumps(record) + "\n")
                 index += 1
-    print(f"Wrote features of {index} examples ({len(layers)} layers x {hidden_dim}) to {output}.")
-    return 0
-
-
-def _parse_layers(text):
-    try:
-        return tuple(int(part) for part in text.split(","))
-    except ValueError:
-        raise ValueError(f"--layers must be comma-separated integers such as -1,-2; got {text!r}.") from None
+    log(f"Wrote features of {index} examples ({len(layers)} layers x {hidden_dim}) to {output}.")
+    return output

@@ -1,207 +1,181 @@
-"""`keras-bert-app finetune TASK`: fine-tune a preset on GLUE, SWAG, NER or your own CSV.
+"""`kba.finetune`: fine-tune a preset on a downstream task, with one loop for every task.
 
-    keras-bert-app finetune glue --task MRPC --data-dir glue_data/MRPC --preset P --output RUN
-    keras-bert-app finetune swag --train train.csv --dev val.csv --preset P --output RUN
-    keras-bert-app finetune ner --train train.txt --dev dev.txt --preset P --output RUN
-    keras-bert-app finetune classify --train train.csv --dev dev.csv --text-column text \\
-        --label-column label --preset P --output RUN
+```python
+import keras_bert_app as kba
 
-A run folder gets `metrics.json` (the official dev metrics), `logs/`
-(TensorBoard), `dev_predictions.jsonl` and `preset/`: the fine-tuned model
-as a preset folder (vocabulary, encoder, task weights and a "task" entry
-naming the model class, labels and how to read its input) that `predict`,
-`evaluate` and `export` take.
+result = kba.finetune("classify", "runs/mini/preset", "runs/topics", train="train.csv", dev="dev.csv",
+                      text_column="text", label_column="label")
+result.metrics["dev"]["accuracy"], result.preset
+```
 
-Each task is a `TASKS` entry naming a module (or `module:object`) with
-`add_arguments(parser)` and `run(args)`; add one there for a new task.
+The task (a `keras_bert_app.tasks` class, or its registry name: "classify",
+"glue", "swag", "ner", "squad") reads its files, builds its model and scores
+it; this loop trains it. A run folder gets `metrics.json` (the official dev
+metrics), `logs/` (TensorBoard and `history.csv`), the dev predictions
+(`<dev>_predictions.jsonl`; SQuAD: `predictions.json`,
+`nbest_predictions.json`, v2.0 `null_odds.json`) and `preset/`: the
+fine-tuned model as a preset folder (vocabulary, encoder, task weights and
+a "task" entry naming the model class, labels and how to read its input)
+that `predict`, `evaluate` and `export_for_serving` take.
 """
 
-import importlib
+import dataclasses
 import json
+import os
 import pathlib
 import time
+from typing import Callable, Optional, Union
 
-from keras_bert_app.training.task_data import TaskData
-
-# task -> ("module" or "module:object" with add_arguments/run, one-line help)
-TASKS = {
-    "glue": ("keras_bert_app.training.finetune:GLUE", "a GLUE task from its distributed TSV files"),
-    "swag": ("keras_bert_app.training.finetune:SWAG", "SWAG multiple choice from its CSV files"),
-    "ner": ("keras_bert_app.training.finetune:NER", "named entities from CoNLL-2003 column files"),
-    "classify": ("keras_bert_app.training.finetune:CLASSIFY", "your own CSV/TSV/JSONL text classification"),
-    "squad": ("keras_bert_app.training.finetune_squad", "SQuAD v1.1/v2.0 question answering from its JSON files"),
-}
+from keras_bert_app import errors
+from keras_bert_app.tasks.base import Task, check_preset
+from keras_bert_app.tasks.registry import resolve_task
 
 
-def add_arguments(parser):
-    subparsers = parser.add_subparsers(dest="finetune_task", metavar="TASK", required=True)
-    for name, (target, help_text) in TASKS.items():
-        sub = subparsers.add_parser(name, help=help_text, description=help_text)
-        sub.set_defaults(_finetune_target=target)
-        _resolve(target).add_arguments(sub)
+@dataclasses.dataclass
+class FinetuneResult:
+    """What `finetune` wrote.
+
+    Attributes:
+        metrics: dict, as in `metrics.json`: "task" (how the run read its
+            files), "train_examples", "train_seconds" (and SQuAD's window
+            counts), and per dev set its official scores and counts.
+        preset: pathlib.Path. The fine-tuned preset folder (`output/preset`).
+        output: pathlib.Path. The run folder.
+    """
+
+    metrics: dict
+    preset: pathlib.Path
+    output: pathlib.Path
 
 
-def run(args):
-    return _resolve(args._finetune_target).run(args)
+def finetune(
+    task: Union[str, type, Task],
+    preset: Union[str, os.PathLike],
+    output: Union[str, os.PathLike],
+    *,
+    epochs: Optional[int] = None,
+    batch_size: Optional[int] = None,
+    learning_rate: Optional[float] = None,
+    sequence_length: Optional[int] = None,
+    seed: int = 0,
+    jit_compile: bool = True,
+    verbose: int = 2,
+    log: Optional[Callable[[str], None]] = None,
+    **task_options: object,
+) -> FinetuneResult:
+    """Fine-tune `preset` on a task; write metrics, logs, dev predictions and the preset.
 
+    Trains with AdamW (10% warmup, linear decay), evaluates each dev set with
+    the task's official metrics after the last epoch (SQuAD v2.0: after
+    tuning the no-answer threshold on dev), and saves the fine-tuned preset.
+    The same seed gives the same numbers.
 
-def _resolve(target):
-    module_name, _, attribute = target.partition(":")
-    module = importlib.import_module(module_name)
-    return getattr(module, attribute) if attribute else module
+    Args:
+        task: a registry name ("classify", "glue", "swag", "ner", "squad"; see
+            `kba.TASKS`), a `Task` subclass, or a `Task` instance (then no
+            `task_options`).
+        preset: str or path. A preset name or folder with encoder weights.
+        output: str or path. The run folder (created; files in it are replaced).
+        epochs: int. Training epochs (None: the task's default; the paper's
+            A.3: 3, SQuAD 2).
+        batch_size: int. (None: 32.)
+        learning_rate: float. Peak learning rate (None: 2e-5; NER 5e-5; SQuAD 3e-5).
+        sequence_length: int. Tokens per packed example (None: 128; SQuAD 384).
+        seed: int. Seed of initialisation, dropout and shuffling.
+        jit_compile: bool. XLA on TensorFlow and JAX (CPU included).
+        verbose: int. Keras' `fit` verbosity (0, 1 or 2).
+        log: callable taking a str, for progress lines (None: quiet).
+        **task_options: the task's options, e.g. classify: `train`, `dev`,
+            `text_column`, `label_column`, `text_pair_column`, `labels`,
+            `regression`; glue: `glue_task`, `data_dir`; swag: `train`, `dev`,
+            `num_choices`; ner: `train`, `dev`; squad: `version`, `train`,
+            `dev`, `doc_stride`, `max_query_length`, `n_best_size`,
+            `max_answer_length`, `null_score_diff_threshold`.
 
+    Returns:
+        `FinetuneResult`: the metrics, the preset folder and the run folder.
 
-def add_common_arguments(parser, learning_rate=2e-5, epochs=3, batch_size=32, sequence_length=128):
-    """The options every fine-tuning task shares (the paper's A.3 ranges as defaults)."""
-    parser.add_argument("--preset", required=True, help="preset name or folder (with encoder weights)")
-    parser.add_argument("--output", required=True, help="run folder to write")
-    parser.add_argument("--epochs", type=int, default=epochs, help=f"training epochs (default {epochs})")
-    parser.add_argument("--batch-size", type=int, default=batch_size, help=f"batch size (default {batch_size})")
-    parser.add_argument(
-        "--learning-rate", type=float, default=learning_rate,
-        help=f"peak AdamW learning rate, 10%% warmup then linear decay (default {learning_rate})",
+    Raises:
+        keras_bert_app.errors.ArgumentError: an unknown task or option, a bad
+            value (`ArgumentTypeError` for a wrong type), naming the argument.
+        keras_bert_app.errors.MissingFileError: a training file, data folder
+            or preset folder that is not there.
+        ValueError: data that cannot be read (the file, line and problem).
+    """
+    log = log or _quiet
+    task = resolve_task(task, task_options)
+    task.check_training_options()
+    check_preset("preset", preset)
+    output = errors.check_path("output", output)
+    defaults = task.DEFAULTS
+    epochs = errors.check_int("epochs", defaults["epochs"] if epochs is None else epochs, minimum=1)
+    batch_size = errors.check_int("batch_size", defaults["batch_size"] if batch_size is None else batch_size, minimum=1)
+    learning_rate = errors.check_number(
+        "learning_rate", defaults["learning_rate"] if learning_rate is None else learning_rate,
+        minimum=0, minimum_inclusive=False,
     )
-    parser.add_argument(
-        "--sequence-length", type=int, default=sequence_length,
-        help=f"tokens per packed example; longer ones are truncated (default {sequence_length})",
+    sequence_length = errors.check_int(
+        "sequence_length", defaults["sequence_length"] if sequence_length is None else sequence_length, minimum=3
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed of initialisation, dropout and shuffling")
-    parser.add_argument("--no-jit-compile", action="store_true", help="turn XLA off (default: on for TensorFlow and JAX, CPU included)")
+    errors.check_int("seed", seed, minimum=0)
+    errors.check_type("jit_compile", jit_compile, bool)
+    errors.check_int("verbose", verbose, minimum=0, maximum=2)
+    train_path, dev_paths = task.training_files()
 
-
-class _Task:
-    """One fine-tuning task: its reader, model and metrics (see `TaskData`)."""
-
-    def __init__(self, reader, add_task_arguments, learning_rate):
-        self.reader = reader
-        self.add_task_arguments = add_task_arguments
-        self.learning_rate = learning_rate
-
-    def add_arguments(self, parser):
-        self.add_task_arguments(parser)
-        add_common_arguments(parser, learning_rate=self.learning_rate)
-
-    def run(self, args):
-        spec = {"reader": self.reader, "sequence_length": args.sequence_length}
-        spec.update(_task_spec(self.reader, args))
-        return finetune(spec, args)
-
-
-def _glue_arguments(parser):
-    parser.add_argument("--task", required=True, help="CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE or WNLI")
-    parser.add_argument("--data-dir", required=True, help="the task's folder with train.tsv and dev*.tsv")
-
-
-def _file_arguments(parser):
-    parser.add_argument("--train", required=True, help="training file")
-    parser.add_argument("--dev", required=True, help="dev file (evaluated after training)")
-
-
-def _swag_arguments(parser):
-    _file_arguments(parser)
-    parser.add_argument("--num-choices", type=int, default=4, help="endings per row (default 4)")
-
-
-def _classify_arguments(parser):
-    _file_arguments(parser)
-    parser.add_argument("--text-column", required=True, help="column of the text (segment A)")
-    parser.add_argument("--text-pair-column", help="column of segment B, for sentence-pair tasks")
-    parser.add_argument("--label-column", required=True, help="column of the label")
-    parser.add_argument("--labels", help="comma-separated class names in id order (default: sorted train labels)")
-    parser.add_argument("--regression", action="store_true", help="labels are numbers: regress with MSE")
-
-
-def _task_spec(reader, args):
-    if reader == "glue":
-        from keras_bert_app.data.glue import glue_task
-
-        glue_task(args.task)  # fail early on an unknown name
-        return {"glue_task": args.task.lower().replace("-", "")}
-    if reader == "swag":
-        return {"num_choices": args.num_choices}
-    if reader == "classify":
-        return {
-            "text_column": args.text_column,
-            "text_pair_column": args.text_pair_column,
-            "label_column": args.label_column,
-            "regression": bool(args.regression),
-        }
-    return {}
-
-
-GLUE = _Task("glue", _glue_arguments, 2e-5)
-SWAG = _Task("swag", _swag_arguments, 2e-5)
-NER = _Task("ner", _file_arguments, 5e-5)
-CLASSIFY = _Task("classify", _classify_arguments, 2e-5)
-
-
-def training_files(spec, args):
-    """`(train path, [(dev name, dev path), ...])` of a run's arguments."""
-    if spec["reader"] == "glue":
-        from keras_bert_app.data import glue
-
-        task = glue.glue_task(spec["glue_task"])
-        return (
-            glue.glue_file(args.data_dir, "train"),
-            [(name, glue.glue_file(args.data_dir, name)) for name in task.dev_files],
-        )
-    return pathlib.Path(args.train), [("dev", pathlib.Path(args.dev))]
-
-
-def finetune(spec, args):
-    """Train, evaluate on dev, write metrics, TensorBoard logs and the preset."""
     import keras
 
-    keras.utils.set_random_seed(args.seed)
-    output = pathlib.Path(args.output).expanduser()
+    keras.utils.set_random_seed(seed)
     output.mkdir(parents=True, exist_ok=True)
-    data = TaskData(spec, args.preset, label_names=_label_option(args))
-    train_path, dev_paths = training_files(spec, args)
-
-    train = data.read(train_path)
-    data.set_label_names(train)
-    print(data.summary("train", train))
-    devs = [(name, data.read(path)) for name, path in dev_paths]
-    for name, examples in devs:
+    task.prepare(preset, sequence_length)
+    train_examples = task.read(train_path)
+    task.learn_labels(train_examples)
+    train = task.featurize("train", train_examples, training=True)
+    log(task.summary(train))
+    devs = []
+    for name, path in dev_paths:
+        examples = task.read(path)
         if not len(examples):
-            raise ValueError(f"{examples.source}: the {name} set is empty; nothing to evaluate on.")
-        print(data.summary(name, examples))
+            raise errors.DataError(f"{examples.source}: the {name} set is empty; nothing to evaluate on.")
+        devs.append(task.featurize(name, examples))
+        log(task.summary(devs[-1]))
 
-    train_dataset = data.dataset(train, args.batch_size, shuffle=True, seed=args.seed)
-    steps_per_epoch = -(-len(train) // args.batch_size)
-    total_steps = steps_per_epoch * args.epochs
-    model = data.build_model(args.preset)
-    model.compile(learning_rate=args.learning_rate, total_steps=total_steps, jit_compile=not args.no_jit_compile and "auto")
-    print(
+    fit_arguments = task.fit_arguments(train, batch_size, seed)
+    steps_per_epoch = -(-train.num_features // batch_size)
+    model = task.build_model(preset)
+    model.compile(learning_rate=learning_rate, total_steps=steps_per_epoch * epochs, jit_compile=jit_compile and "auto")
+    log(
         f"Fine-tuning {type(model).__name__} ({model.count_params():,} parameters) for "
-        f"{args.epochs} epochs x {steps_per_epoch} steps, batch {args.batch_size}, "
-        f"learning rate {args.learning_rate:g}."
+        f"{epochs} epochs x {steps_per_epoch} steps, batch {batch_size}, learning rate {learning_rate:g}."
     )
     started = time.perf_counter()
     model.fit(
-        train_dataset,
-        validation_data=data.dataset(devs[0][1], args.batch_size),
-        epochs=args.epochs,
-        shuffle=False,  # the dataset shuffles itself
-        callbacks=training_callbacks(output / "logs"),
-        verbose=2,
+        **fit_arguments,
+        validation_data=task.validation_data(devs[0], batch_size),
+        epochs=epochs,
+        callbacks=training_callbacks(output / "logs", log),
+        verbose=verbose,
     )
     train_seconds = time.perf_counter() - started
 
-    metrics = {"task": spec, "train_examples": len(train), "train_seconds": round(train_seconds, 1)}
-    for name, examples in devs:
-        predictions, _ = data.predict(model, examples, args.batch_size)
-        metrics[name] = data.metrics(examples, predictions)
-        metrics[name]["examples"] = len(examples)
-        data.write_predictions(output / f"{name}_predictions.jsonl", examples, predictions)
-        print(f"{name}: " + ", ".join(f"{k} {v:.4f}" for k, v in _flat_scores(metrics[name]).items()))
-    (output / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
-    folder = data.save_preset(model, output / "preset")
-    print(f"Wrote {output / 'metrics.json'}, TensorBoard logs in {output / 'logs'}, preset {folder}.")
-    return 0
+    metrics = {"task": None, "train_examples": len(train), **task.training_statistics(train)}
+    metrics["train_seconds"] = round(train_seconds, 1)
+    for index, split in enumerate(devs):
+        logits = task.logits(model, split, batch_size)
+        if index == 0:
+            task.tune(split, logits, log)
+        predictions = task.decode(split, logits)
+        metrics[split.name] = {**task.metrics(split, predictions), **task.statistics(split)}
+        task.write_predictions(task.predictions_path(output, split.name), split, predictions)
+        scores = {k: v for k, v in metrics[split.name].items() if isinstance(v, float)}
+        log(f"{split.name}: " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items()))
+    metrics["task"] = task.spec()
+    _write_json(output / "metrics.json", metrics)
+    folder = task.save_preset(model, output / "preset")
+    log(f"Wrote {output / 'metrics.json'}, TensorBoard logs in {output / 'logs'}, preset {folder}.")
+    return FinetuneResult(metrics=metrics, preset=pathlib.Path(folder), output=output)
 
 
-def training_callbacks(log_dir):
+def training_callbacks(log_dir, log=print):
     """Per-epoch CSV history, and TensorBoard logs when TensorBoard is installed."""
     import importlib.util
 
@@ -210,16 +184,15 @@ def training_callbacks(log_dir):
     log_dir.mkdir(parents=True, exist_ok=True)
     callbacks = [keras.callbacks.CSVLogger(str(log_dir / "history.csv"))]
     if importlib.util.find_spec("tensorboard") is None:
-        print("TensorBoard is not installed (pip install tensorboard): logging to history.csv only.")
+        log("TensorBoard is not installed (pip install tensorboard): logging to history.csv only.")
     else:
         callbacks.append(keras.callbacks.TensorBoard(log_dir=str(log_dir)))
     return callbacks
 
 
-def _label_option(args):
-    labels = getattr(args, "labels", None)
-    return [name.strip() for name in labels.split(",")] if labels else None
+def _write_json(path, content):
+    path.write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
 
 
-def _flat_scores(scores):
-    return {k: v for k, v in scores.items() if isinstance(v, float)}
+def _quiet(message):
+    pass

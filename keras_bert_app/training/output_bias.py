@@ -16,6 +16,8 @@ already match the token frequencies and the embeddings learn context.
 
 import numpy as np
 
+from keras_bert_app import errors
+
 # Targets counted before the estimate stops (enough for every frequent token).
 MAX_TARGETS = 200_000
 # Added to every count, so tokens never seen as a target keep a finite bias.
@@ -40,7 +42,7 @@ def count_masked_targets(batches, vocabulary_size, max_targets=MAX_TARGETS):
         ids = np.asarray(y["mlm"]).reshape(-1)
         real = np.asarray(sample_weight["mlm"]).reshape(-1) > 0
         if ids.size and (ids.min() < 0 or ids.max() >= vocabulary_size):
-            raise ValueError(
+            raise errors.DataError(
                 f"masked-LM target ids must be in [0, {vocabulary_size}); got ids from "
                 f"{ids.min()} to {ids.max()} (records made with another vocabulary?)."
             )
@@ -48,7 +50,7 @@ def count_masked_targets(batches, vocabulary_size, max_targets=MAX_TARGETS):
         if counts.sum() >= max_targets:
             break
     if not counts.sum():
-        raise ValueError("No masked-LM target in the data: cannot estimate the token frequencies.")
+        raise errors.DataError("No masked-LM target in the data: cannot estimate the token frequencies.")
     return counts
 
 

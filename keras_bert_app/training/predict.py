@@ -1,48 +1,140 @@
-"""`keras-bert-app predict`: run a fine-tuned preset on a file, JSON lines out.
+"""`kba.predict` and `kba.evaluate`: run a fine-tuned preset on a file.
 
-    keras-bert-app predict --preset RUN/preset --input test.tsv --output predictions.jsonl
+```python
+import keras_bert_app as kba
 
-The input is read the way the model was trained (the "task" entry of the
-preset's config.json says how: GLUE TSV, CSV/TSV/JSONL columns, SWAG CSV or
-CoNLL columns); labels in it are ignored. Each output line holds the input
-`line`, the `prediction` (class name, score or choice index; NER: `words`
-and `tags`) and, except for NER, the `logits`.
+kba.predict("runs/topics/preset", "new.csv", "predictions.jsonl")
+kba.predict("runs/squad/preset", "questions.json", "answers/")   # SQuAD: a folder of the official files
+kba.evaluate("runs/topics/preset", "dev.csv")                   # {"accuracy": ..., "f1": ..., "examples": ...}
+```
+
+The input is read the way the model was trained: the "task" entry of the
+preset's config.json names the task and its settings (GLUE TSV, CSV/TSV/JSONL
+columns, SWAG CSV, CoNLL columns, SQuAD JSON). `predict` ignores labels in
+it and writes JSON lines: each input `line`, the `prediction` (class name,
+score or choice index) and the `logits`; NER: `line`, `words` and `tags`.
+A SQuAD preset answers the questions of a SQuAD-format file and writes
+`predictions.json`, `nbest_predictions.json` (and v2.0 `null_odds.json`)
+into the output folder.
 """
 
-import json
+import os
 import pathlib
+from typing import Callable, Optional, Union
+
+from keras_bert_app import errors
+from keras_bert_app.tasks.base import check_preset
+from keras_bert_app.tasks.registry import get_task, task_from_preset
 
 
-def add_arguments(parser):
-    parser.add_argument("--preset", required=True, help="the preset/ folder of a finetune run")
-    parser.add_argument("--input", required=True, help="file to predict, in the task's format")
-    parser.add_argument("--output", required=True, help="JSON lines file to write")
-    parser.add_argument("--batch-size", type=int, default=32, help="batch size (default 32)")
+def predict(
+    preset: Union[str, os.PathLike],
+    input: Union[str, os.PathLike],
+    output: Union[str, os.PathLike],
+    batch_size: int = 32,
+    *,
+    task: Optional[str] = None,
+    log: Optional[Callable[[str], None]] = None,
+    **task_options: object,
+) -> pathlib.Path:
+    """Predict a file with a fine-tuned preset; write the predictions.
 
+    Args:
+        preset: str or path. The `preset/` folder of a `finetune` run.
+        input: str or path. The file to predict, in the task's format
+            (labels, if any, are ignored).
+        output: str or path. The JSON lines file to write; for SQuAD the
+            folder for `predictions.json`, `nbest_predictions.json` (and
+            `null_odds.json`).
+        batch_size: int.
+        task: str or None. The registry name the preset's task must be
+            (e.g. "squad"); None takes any.
+        log: callable taking a str, for progress lines (None: quiet).
+        **task_options: stored task options to change for this run, e.g.
+            SQuAD's `null_score_diff_threshold` (default: the tuned one).
 
-def run(args):
-    from keras_bert_app.training.task_data import TaskData
+    Returns:
+        pathlib.Path of `output`.
 
-    data = TaskData.from_preset(args.preset)
-    examples = data.read(args.input, labeled=False)
+    Raises:
+        keras_bert_app.errors.ArgumentError: a preset without a fine-tuned
+            task (or not of `task`), a bad option; `MissingFileError` for a
+            missing input.
+        ValueError: input that cannot be read.
+    """
+    log = log or _quiet
+    fine_tuned = _fine_tuned_task(preset, task, task_options)
+    input_path = errors.check_file("input", input)
+    output = errors.check_path("output", output)
+    errors.check_int("batch_size", batch_size, minimum=1)
+    fine_tuned.prepare(preset)
+    examples = fine_tuned.read(input_path, labeled=False)
     if not len(examples):
-        raise ValueError(f"{args.input}: no examples to predict.")
-    print(data.summary("input", examples))
-    model = data.build_model(args.preset)
+        raise errors.DataError(f"{input_path}: no examples to predict.")
+    split = fine_tuned.featurize("input", examples)
+    log(fine_tuned.summary(split))
+    model = fine_tuned.build_model(preset)
     model.compile()  # XLA where `finetune` used it: the same logits as its dev predictions
-    predictions, logits = data.predict(model, examples, args.batch_size)
-    output = pathlib.Path(args.output).expanduser()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    with output.open("w", encoding="utf-8") as file:
-        for index, line in enumerate(examples.lines):
-            if data.reader == "ner":
-                record = {"line": line, "words": examples.words[index], "tags": predictions[index]}
-            else:
-                record = {
-                    "line": line,
-                    "prediction": predictions[index],
-                    "logits": [round(float(v), 6) for v in logits[index]],
-                }
-            file.write(json.dumps(record) + "\n")
-    print(f"Wrote {len(examples)} predictions to {output}.")
-    return 0
+    logits = fine_tuned.logits(model, split, batch_size)
+    predictions = fine_tuned.decode(split, logits)
+    paths = fine_tuned.write_predictions(output, split, predictions, logits=logits)
+    log(f"Wrote {len(split)} predictions: " + ", ".join(str(path) for path in paths) + ".")
+    return output
+
+
+def evaluate(
+    preset: Union[str, os.PathLike],
+    input: Union[str, os.PathLike],
+    batch_size: int = 32,
+    *,
+    log: Optional[Callable[[str], None]] = None,
+) -> dict:
+    """The official metrics of a fine-tuned preset on a labelled file.
+
+    GLUE's metrics per task, accuracy (and F1, or correlations for
+    regression) for `classify`, accuracy for SWAG, entity F1 for NER, exact
+    match and F1 for SQuAD (at the preset's no-answer threshold).
+
+    Args:
+        preset: str or path. The `preset/` folder of a `finetune` run.
+        input: str or path. A labelled file in the task's format.
+        batch_size: int.
+        log: callable taking a str, for progress lines (None: quiet).
+
+    Returns:
+        dict of the metrics, with `examples` (SQuAD: and `features`).
+
+    Raises:
+        keras_bert_app.errors.ArgumentError: a preset without a fine-tuned
+            task; `MissingFileError` for a missing input.
+        ValueError: input that cannot be read.
+    """
+    log = log or _quiet
+    fine_tuned = _fine_tuned_task(preset, None, {})
+    input_path = errors.check_file("input", input)
+    errors.check_int("batch_size", batch_size, minimum=1)
+    fine_tuned.prepare(preset)
+    examples = fine_tuned.read(input_path)
+    if not len(examples):
+        raise errors.DataError(f"{input_path}: no examples to evaluate on.")
+    split = fine_tuned.featurize("input", examples)
+    log(fine_tuned.summary(split))
+    model = fine_tuned.build_model(preset)
+    predictions = fine_tuned.decode(split, fine_tuned.logits(model, split, batch_size))
+    return {**fine_tuned.metrics(split, predictions), **fine_tuned.statistics(split)}
+
+
+def _fine_tuned_task(preset, task, task_options):
+    check_preset("preset", preset)
+    fine_tuned = task_from_preset(preset, **task_options)
+    if task is not None and not isinstance(fine_tuned, get_task(task)):
+        raise errors.ArgumentError(
+            "preset",
+            f"Preset {str(preset)!r} holds a fine-tuned {fine_tuned.NAME} task, not {task}: "
+            f"pass the preset/ folder of a `finetune {task}` run.",
+        )
+    return fine_tuned
+
+
+def _quiet(message):
+    pass

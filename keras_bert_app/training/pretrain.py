@@ -1,23 +1,30 @@
-"""`keras-bert-app pretrain`: masked LM + NSP pretraining that resumes after a kill.
+"""`kba.pretrain`: masked LM + NSP pretraining that resumes after a kill.
 
-A run lives in one folder (`--output`): `run_config.json` (the arguments that
-define the run), `checkpoints/` (model + optimizer every `--checkpoint-every`
+A run lives in one folder (`output`): `run_config.json` (the arguments that
+define the run), `checkpoints/` (model + optimizer every `checkpoint_every`
 steps), `logs/` (TensorBoard), `metrics.csv`, and at the end `preset/`, a
 preset folder that `BertEncoder.from_preset` and `BertPretrainer.from_preset`
-load. Rerunning the same command after a kill continues from the last
-checkpoint: same weights, optimizer state, schedule step and data position,
-ending at the same total step. `keras_bert_app.data` makes the batches
-(TFRecords from `create-pretraining-data`, or dynamic masking of corpus files).
+load. Calling again with the same arguments after a kill continues from the
+last checkpoint: same weights, optimizer state, schedule step and data
+position, ending at the same total step. `keras_bert_app.data` makes the
+batches (TFRecords from `create_pretraining_data`, or dynamic masking of
+corpus files). `keras-bert-app pretrain` is this function on the command line.
 """
 
+import dataclasses
 import glob
 import json
 import os
 import pathlib
 import shutil
+from collections.abc import Callable, Sequence
+
+from keras_bert_app import errors, presets
 
 RUN_CONFIG_FILE = "run_config.json"
 # Arguments that define a run: a rerun must give the same ones to resume.
+# The names are those of the command line (and of run folders already written):
+# "no_nsp" is `not next_sentence_prediction`.
 RUN_KEYS = (
     "preset", "data", "corpus", "batch_size", "steps", "learning_rate", "warmup_steps",
     "optimizer", "weight_decay", "accumulation_steps", "mixed_precision", "no_nsp",
@@ -29,152 +36,276 @@ DATA_FEATURES = (
     "input_ids", "input_mask", "segment_ids", "masked_lm_positions",
     "masked_lm_ids", "masked_lm_weights", "next_sentence_labels",
 )
+OPTIMIZERS = ("adamw", "lamb")
+OUTPUT_BIAS_INITS = ("zeros", "unigram")
+PRESET_FOLDER = "preset"
 
 
-def add_arguments(parser):
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--data", help="pretraining TFRecords (glob, e.g. 'DIR/*.tfrecord')")
-    source.add_argument("--corpus", nargs="+", help="corpus files for dynamic masking")
-    parser.add_argument("--preset", required=True, help="built-in preset name or preset folder")
-    parser.add_argument("--output", required=True, help="run folder (created; reused to resume)")
-    parser.add_argument("--batch-size", type=int, default=32, help="global batch size (all replicas)")
-    parser.add_argument("--steps", type=int, required=True, help="optimizer steps of the whole run")
-    parser.add_argument("--learning-rate", type=float, default=1e-4)
-    parser.add_argument("--warmup-steps", type=int, default=None, help="default: 1%% of --steps, at most 10,000")
-    parser.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
-    parser.add_argument("--weight-decay", type=float, default=0.01)
-    parser.add_argument("--accumulation-steps", type=int, default=1, help="batches per optimizer step")
-    parser.add_argument("--strategy", default="auto", help="auto, tpu, mirrored, multi_worker, cpu, data_parallel, model_parallel")
-    parser.add_argument("--tpu", default=None, help="TPU name or grpc:// address (for --strategy tpu)")
-    parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16")
-    parser.add_argument("--no-jit-compile", action="store_true", help="turn XLA off (default: on for TensorFlow and JAX, CPU included)")
-    parser.add_argument("--no-nsp", action="store_true", help="masked LM only (no NSP head)")
-    parser.add_argument("--max-seq-length", type=int, default=None, help="--corpus: default 128; --data: read from the records")
-    parser.add_argument("--max-predictions", type=int, default=None, help="--corpus: default 20; --data: read from the records")
-    parser.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (divides --steps; default near 1000)")
-    parser.add_argument("--seed", type=int, default=12345)
-    parser.add_argument(
-        "--output-bias-init", choices=("zeros", "unigram"), default="zeros",
-        help="masked-LM output bias at the start: zeros (the paper) or the log frequencies of the "
-        "data's masked tokens, which keeps short runs from collapsing rare words' embeddings",
-    )
-    parser.add_argument(
-        "--dropout", type=float, default=None,
-        help="dropout rate during this run (default: the preset's); the preset written at the end "
-        "keeps the starting preset's rate, the one fine-tuning uses",
-    )
-    parser.add_argument("--peak-tflops", type=float, default=None, help="peak TFLOP/s of all devices, for MFU (default: detected)")
-    parser.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Keras progress: 1 bar, 2 line per epoch")
+@dataclasses.dataclass(frozen=True)
+class _Settings:
+    """The checked arguments of one run, defaults filled in (`warmup_steps`, `checkpoint_every`)."""
+
+    preset: str
+    output: pathlib.Path
+    steps: int
+    data: str | None
+    corpus: tuple | None
+    batch_size: int
+    learning_rate: float
+    warmup_steps: int
+    optimizer: str
+    weight_decay: float
+    accumulation_steps: int
+    strategy: str
+    tpu: str | None
+    mixed_precision: bool
+    jit_compile: bool
+    next_sentence_prediction: bool
+    max_seq_length: int | None
+    max_predictions: int | None
+    checkpoint_every: int
+    seed: int
+    output_bias_init: str
+    dropout: float | None
+    peak_tflops: float | None
+    verbose: int
+    log: Callable | None
+
+    def say(self, message):
+        if self.log is not None:
+            self.log(message)
 
 
-def run(args):
-    _check_arguments(args)
-    run_dir = pathlib.Path(args.output).expanduser()
-    checkpoint_dir = run_dir / "checkpoints"
+def pretrain(
+    preset: str | os.PathLike,
+    output: str | os.PathLike,
+    steps: int,
+    *,
+    data: str | os.PathLike | None = None,
+    corpus: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
+    batch_size: int = 32,
+    learning_rate: float = 1e-4,
+    warmup_steps: int | None = None,
+    optimizer: str = "adamw",
+    weight_decay: float = 0.01,
+    accumulation_steps: int = 1,
+    strategy: str = "auto",
+    tpu: str | None = None,
+    mixed_precision: bool = False,
+    jit_compile: bool = True,
+    next_sentence_prediction: bool = True,
+    max_seq_length: int | None = None,
+    max_predictions: int | None = None,
+    checkpoint_every: int | None = None,
+    seed: int = 12345,
+    output_bias_init: str = "zeros",
+    dropout: float | None = None,
+    peak_tflops: float | None = None,
+    verbose: int = 1,
+    log: Callable[[str], None] | None = print,
+) -> pathlib.Path:
+    """Pretrain a BERT with masked LM (+ next sentence prediction), resumably, into a run folder.
+
+    Args:
+        preset: str or path. The model to start from: a built-in preset name
+            (freshly initialised weights, nothing is downloaded) or a preset
+            folder with weights (ours, e.g. a previous run's `preset/`, or a
+            foreign checkpoint: `convert.resolve`).
+        output: str or path. The run folder (created; the same folder and
+            arguments resume a run).
+        steps: int. Optimizer steps of the whole run.
+        data: str or path. Pretraining TFRecords (a glob such as
+            "data/*.tfrecord", from `create_pretraining_data`). Exactly one of
+            `data` and `corpus`.
+        corpus: str, path or list of them. Corpus files (globs allowed) for
+            dynamic masking with the preset's tokenizer.
+        batch_size: int. Global batch size (all replicas).
+        learning_rate: float. Peak learning rate.
+        warmup_steps: int or None. Linear warmup steps; None: 1% of `steps`,
+            at most 10,000.
+        optimizer: "adamw" or "lamb".
+        weight_decay: float. Decoupled weight decay (not on LayerNorm or biases).
+        accumulation_steps: int. Batches per optimizer step.
+        strategy: "auto", "tpu", "mirrored", "multi_worker", "cpu",
+            "data_parallel" or "model_parallel" (`training.distribution`).
+        tpu: str or None. TPU name or grpc:// address (for strategy "tpu").
+        mixed_precision: bool. Train in mixed_bfloat16 (the previous dtype
+            policy is restored afterwards).
+        jit_compile: bool. XLA where the backend has it (TensorFlow, JAX;
+            Keras' own choice under a multi-replica tf.distribute strategy).
+        next_sentence_prediction: bool. False: masked LM only (no NSP head).
+        max_seq_length: int or None. With `corpus`: tokens per pair (default
+            128); with `data`: read from the records (a different value is an error).
+        max_predictions: int or None. Masked positions per sequence, as
+            `max_seq_length` (default 20 with `corpus`).
+        checkpoint_every: int or None. Steps between checkpoints; must divide
+            `steps` (default: its largest divisor up to 1,000).
+        seed: int. Seed of initialisation, data order and masking.
+        output_bias_init: "zeros" (the paper) or "unigram": the masked LM's
+            output bias starts at the log frequencies of the data's masked
+            tokens (fresh heads only; see `training.output_bias`).
+        dropout: float or None. Dropout rate during this run (default: the
+            preset's); the preset written at the end keeps the starting
+            preset's rate, the one fine-tuning uses.
+        peak_tflops: float or None. Peak TFLOP/s of all devices, for MFU
+            (default: detected).
+        verbose: int. Keras progress: 0 silent, 1 bar, 2 one line per epoch.
+        log: callable or None. Receives the run's progress lines (start,
+            resume, throughput, end); None prints nothing but Keras' progress.
+
+    Returns:
+        pathlib.Path of the run folder; its `preset/` is the result.
+
+    Raises:
+        keras_bert_app.errors.ArgumentTypeError: an argument of the wrong type.
+        keras_bert_app.errors.ArgumentError: a value out of range, an unknown
+            name or preset (argument "preset"), a folder holding another run.
+        keras_bert_app.errors.MissingFileError: no file matches `data` or `corpus`.
+        keras_bert_app.errors.DataError: records without the pretraining features.
+        keras_bert_app.errors.OutputExistsError: `output` holds something
+            other than a pretraining run.
+    """
+    settings = _checked_settings(**locals())  # the arguments, before any other name is bound
     import keras
 
-    from keras_bert_app import presets
+    from keras_bert_app.convert import resolve
+    from keras_bert_app.models.optimizer import set_mixed_precision
+    from keras_bert_app.training.distribution import create_distribution
+
+    resolved = resolve.resolve_preset(settings.preset)
+    previous_policy = keras.config.dtype_policy()
+    try:
+        set_mixed_precision(settings.mixed_precision)
+        keras.utils.set_random_seed(settings.seed)
+        # Before the data is read: a missing TPU fails at once, whatever the data's path.
+        distribution = create_distribution(settings.strategy, tpu_address=settings.tpu)
+        settings = dataclasses.replace(settings, **_data_shape(settings, resolved.config["encoder"]))
+        return _run(settings, resolved, distribution)
+    finally:
+        keras.config.set_dtype_policy(previous_policy)
+
+
+def _run(settings, resolved, distribution):
     from keras_bert_app.training.checkpointing import list_checkpoints
 
-    config = presets.read_config(args.preset)
-    data_shape = _data_shape(args, config["encoder"])
-    args.max_seq_length, args.max_predictions = data_shape
-    run_config = _run_config(args)
+    run_dir = settings.output
+    checkpoint_dir = run_dir / "checkpoints"
+    run_config = _run_config(settings)
     resuming = _check_run_dir(run_dir, run_config, checkpoint_dir)
-    if resuming and list_checkpoints(checkpoint_dir)[-1][0] >= args.steps and (run_dir / "preset").is_dir():
-        print(f"Run in {run_dir} already finished ({args.steps} steps); its preset is {run_dir / 'preset'}.")
-        return 0
-
-    from keras_bert_app.training.distribution import create_distribution
-    from keras_bert_app.training.optimizer import set_mixed_precision
-
-    set_mixed_precision(args.mixed_precision)
-    keras.utils.set_random_seed(args.seed)
-    distribution = create_distribution(args.strategy, tpu_address=args.tpu)
-    distribution.per_replica_batch_size(args.batch_size)
-    print(f"Distribution: {distribution.name}, {distribution.num_replicas} replica(s), global batch {args.batch_size}.")
+    if resuming and list_checkpoints(checkpoint_dir)[-1][0] >= settings.steps and (run_dir / PRESET_FOLDER).is_dir():
+        settings.say(f"Run in {run_dir} already finished ({settings.steps} steps); its preset is {run_dir / PRESET_FOLDER}.")
+        return run_dir
+    distribution.per_replica_batch_size(settings.batch_size)
+    settings.say(
+        f"Distribution: {distribution.name}, {distribution.num_replicas} replica(s), global batch {settings.batch_size}."
+    )
     with distribution.scope():
-        pretrainer = _build_pretrainer(args, resuming)
-    if args.output_bias_init == "unigram" and not resuming:
-        _init_output_bias(args, pretrainer)
+        pretrainer = _build_pretrainer(settings, resolved, resuming)
+    if settings.output_bias_init == "unigram" and not resuming:
+        _init_output_bias(settings, resolved, pretrainer)
     if distribution.is_chief:
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / RUN_CONFIG_FILE).write_text(json.dumps(run_config, indent=2) + "\n")
-    return _train(args, pretrainer, distribution, run_dir, checkpoint_dir, config)
+    _train(settings, resolved, pretrainer, distribution, checkpoint_dir)
+    return run_dir
 
 
-def _check_arguments(args):
-    for name in ("batch_size", "steps", "accumulation_steps"):
-        if getattr(args, name) < 1:
-            raise ValueError(f"--{name.replace('_', '-')} must be >= 1; got {getattr(args, name)}.")
-    if args.warmup_steps is None:
-        args.warmup_steps = min(10_000, args.steps // 100)
-    if not 0 <= args.warmup_steps <= args.steps:
-        raise ValueError(f"--warmup-steps must be in [0, --steps={args.steps}]; got {args.warmup_steps}.")
-    if args.checkpoint_every is None:
-        args.checkpoint_every = max(d for d in range(1, min(1000, args.steps) + 1) if args.steps % d == 0)
-    if args.checkpoint_every < 1 or args.steps % args.checkpoint_every:
-        raise ValueError(
-            f"--checkpoint-every ({args.checkpoint_every}) must divide --steps ({args.steps}): "
-            "training runs in equal segments between checkpoints."
+# === Arguments ===
+def _checked_settings(
+    preset, output, steps, data, corpus, batch_size, learning_rate, warmup_steps, optimizer, weight_decay,
+    accumulation_steps, strategy, tpu, mixed_precision, jit_compile, next_sentence_prediction, max_seq_length,
+    max_predictions, checkpoint_every, seed, output_bias_init, dropout, peak_tflops, verbose, log,
+):
+    """Typed errors naming the argument for every bad value; defaults filled in. The inputs are not changed."""
+    from keras_bert_app.training.distribution import STRATEGY_NAMES
+
+    path_like = (str, os.PathLike)
+    errors.check_type("preset", preset, path_like, "a preset name or folder (str or path)")
+    output = errors.check_path("output", output)
+    errors.check_int("steps", steps, minimum=1)
+    if (data is None) == (corpus is None):
+        raise errors.ArgumentError(
+            "data", "give exactly one of data (pretraining TFRecords) and corpus (text files for dynamic masking)."
         )
-    if args.dropout is not None and not 0 <= args.dropout < 1:
-        raise ValueError(f"--dropout must be in [0, 1); got {args.dropout}.")
-    if args.corpus:
-        missing = [pattern for pattern in args.corpus if not glob.glob(os.path.expanduser(pattern))]
-        if missing:
-            raise FileNotFoundError(f"--corpus: no file matches {missing}.")
-
-
-def _data_shape(args, encoder_config):
-    """`(max_seq_length, max_predictions)` of the data, checked against the records and model."""
-    if args.data:
-        records_shape = _records_shape(args.data)
-        for name, given, found in zip(("--max-seq-length", "--max-predictions"), (args.max_seq_length, args.max_predictions), records_shape):
-            if given is not None and given != found:
-                raise ValueError(f"{name} is {given} but the records in {args.data!r} hold {found}.")
-        shape = records_shape
-    else:
-        shape = (args.max_seq_length or 128, args.max_predictions or 20)
-    limit = encoder_config.get("max_sequence_length", 512)
-    if shape[0] > limit:
-        raise ValueError(f"Sequences of {shape[0]} tokens are longer than the model's max_sequence_length {limit}.")
-    return shape
-
-
-def _records_shape(pattern):
-    """Feature lengths of the first record, after checking the feature names."""
-    import tensorflow as tf
-
-    files = sorted(tf.io.gfile.glob(pattern))
-    if not files:
-        raise FileNotFoundError(f"--data: no file matches {pattern!r}.")
-    try:
-        raw = next(iter(tf.data.TFRecordDataset(files[0]).take(1)), None)
-    except tf.errors.OpError as error:
-        raise ValueError(f"{files[0]} is not a readable TFRecord file ({error.message.splitlines()[0]}).") from None
-    if raw is None:
-        raise ValueError(f"{files[0]} holds no record.")
-    example = tf.train.Example.FromString(raw.numpy())
-    features = example.features.feature
-    if set(features) != set(DATA_FEATURES):
-        raise ValueError(
-            f"{files[0]}: expected pretraining features {sorted(DATA_FEATURES)}; got {sorted(features)}."
+    if data is not None:
+        data = os.fspath(errors.check_type("data", data, path_like, "a file pattern (str or path)"))
+    if corpus is not None:
+        corpus = _corpus_files(corpus)
+    errors.check_int("batch_size", batch_size, minimum=1)
+    errors.check_number("learning_rate", learning_rate, minimum=0, minimum_inclusive=False)
+    if warmup_steps is None:
+        warmup_steps = min(10_000, steps // 100)
+    errors.check_type("warmup_steps", warmup_steps, int)
+    if not 0 <= warmup_steps <= steps:
+        raise errors.ArgumentError("warmup_steps", f"warmup_steps must be in [0, steps={steps}]; got {warmup_steps}.")
+    errors.check_choice("optimizer", optimizer, OPTIMIZERS)
+    errors.check_number("weight_decay", weight_decay, minimum=0)
+    errors.check_int("accumulation_steps", accumulation_steps, minimum=1)
+    errors.check_choice("strategy", strategy, STRATEGY_NAMES)
+    if tpu is not None:
+        errors.check_type("tpu", tpu, str)
+    for name, value in (("mixed_precision", mixed_precision), ("jit_compile", jit_compile),
+                        ("next_sentence_prediction", next_sentence_prediction)):
+        errors.check_type(name, value, bool)
+    for name, value in (("max_seq_length", max_seq_length), ("max_predictions", max_predictions)):
+        if value is not None:
+            errors.check_int(name, value, minimum=1)
+    if checkpoint_every is None:
+        checkpoint_every = max(d for d in range(1, min(1000, steps) + 1) if steps % d == 0)
+    errors.check_int("checkpoint_every", checkpoint_every, minimum=1)
+    if steps % checkpoint_every:
+        raise errors.ArgumentError(
+            "checkpoint_every",
+            f"checkpoint_every ({checkpoint_every}) must divide steps ({steps}): "
+            "training runs in equal segments between checkpoints.",
         )
+    errors.check_int("seed", seed)
+    errors.check_choice("output_bias_init", output_bias_init, OUTPUT_BIAS_INITS)
+    if dropout is not None:
+        errors.check_type("dropout", dropout, (int, float), "a number")
+        if not 0 <= dropout < 1:
+            raise errors.ArgumentError("dropout", f"dropout must be in [0, 1); got {dropout}.")
+    if peak_tflops is not None:
+        errors.check_number("peak_tflops", peak_tflops, minimum=0, minimum_inclusive=False)
+    errors.check_choice("verbose", verbose, (0, 1, 2))
+    if log is not None and not callable(log):
+        raise errors.ArgumentTypeError("log", f"log must be a callable or None; got {type(log).__name__}.")
+    return _Settings(
+        preset=os.fspath(preset), output=output, steps=steps, data=data, corpus=corpus, batch_size=batch_size,
+        learning_rate=learning_rate, warmup_steps=warmup_steps, optimizer=optimizer, weight_decay=weight_decay,
+        accumulation_steps=accumulation_steps, strategy=strategy, tpu=tpu, mixed_precision=mixed_precision,
+        jit_compile=jit_compile, next_sentence_prediction=next_sentence_prediction, max_seq_length=max_seq_length,
+        max_predictions=max_predictions, checkpoint_every=checkpoint_every, seed=seed,
+        output_bias_init=output_bias_init, dropout=dropout, peak_tflops=peak_tflops, verbose=verbose, log=log,
+    )
 
-    def length(name):
-        feature = features[name]
-        return len(feature.int64_list.value) or len(feature.float_list.value)
 
-    shape = (length("input_ids"), length("masked_lm_positions"))
-    for name, expected in (("input_mask", shape[0]), ("segment_ids", shape[0]), ("masked_lm_ids", shape[1]), ("masked_lm_weights", shape[1])):
-        if length(name) != expected:
-            raise ValueError(f"{files[0]}: feature {name!r} has length {length(name)}, expected {expected}.")
-    return shape
+def _corpus_files(corpus):
+    """The corpus patterns as a tuple of str, each matching at least one file."""
+    if isinstance(corpus, (str, os.PathLike)):
+        corpus = [corpus]
+    if not isinstance(corpus, Sequence) or not corpus:
+        raise errors.ArgumentTypeError(
+            "corpus", f"corpus must be a file pattern or a non-empty list of them; got {corpus!r}."
+        )
+    patterns = tuple(
+        os.fspath(errors.check_type("corpus", pattern, (str, os.PathLike), "a file pattern (str or path)"))
+        for pattern in corpus
+    )
+    missing = [pattern for pattern in patterns if not glob.glob(os.path.expanduser(pattern))]
+    if missing:
+        raise errors.MissingFileError("corpus", f"corpus: no file matches {missing}.")
+    return patterns
 
 
-def _run_config(args):
-    return {key: getattr(args, key) for key in RUN_KEYS}
+def _run_config(settings):
+    """The run keys as `run_config.json` has always stored them."""
+    values = {
+        **{key: getattr(settings, key) for key in RUN_KEYS if key not in ("no_nsp", "corpus")},
+        "no_nsp": not settings.next_sentence_prediction,
+        "corpus": None if settings.corpus is None else list(settings.corpus),
+    }
+    return {key: values[key] for key in RUN_KEYS}
 
 
 def _check_run_dir(run_dir, run_config, checkpoint_dir):
@@ -190,64 +321,141 @@ def _check_run_dir(run_dir, run_config, checkpoint_dir):
             if stored.get(key, RUN_KEY_DEFAULTS.get(key)) != run_config[key]
         ]
         if differences:
-            raise ValueError(
+            raise errors.ArgumentError(
+                "output",
                 f"{run_dir} holds a run with another configuration ({'; '.join(differences)}). "
-                "Rerun with the same arguments to resume it, or pass a new --output."
+                "Rerun with the same arguments to resume it, or pass a new output folder.",
             )
         return bool(list_checkpoints(checkpoint_dir))
-    if run_dir.exists() and any(run_dir.iterdir()):
-        raise FileExistsError(
+    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
+        raise errors.OutputExistsError(
             f"{run_dir} is not empty and has no {RUN_CONFIG_FILE}: not a pretraining run folder. "
-            "Pass a new or empty --output."
+            "Pass a new or empty output folder."
         )
     return False
 
 
-def _build_pretrainer(args, resuming):
-    from keras_bert_app import presets
+# === Data ===
+def _data_shape(settings, encoder_config):
+    """`max_seq_length` and `max_predictions` of the data, checked against the records and the model."""
+    if settings.data is not None:
+        found = _records_shape(settings.data)
+        for name, given, value in zip(("max_seq_length", "max_predictions"),
+                                      (settings.max_seq_length, settings.max_predictions), found):
+            if given is not None and given != value:
+                raise errors.ArgumentError(name, f"{name} is {given} but the records in {settings.data!r} hold {value}.")
+        shape = found
+    else:
+        shape = (settings.max_seq_length or 128, settings.max_predictions or 20)
+    limit = encoder_config.get("max_sequence_length", 512)
+    if shape[0] > limit:
+        raise errors.ArgumentError(
+            "max_seq_length", f"Sequences of {shape[0]} tokens are longer than the model's max_sequence_length {limit}."
+        )
+    return {"max_seq_length": shape[0], "max_predictions": shape[1]}
+
+
+def _records_shape(pattern):
+    """Feature lengths of the first record, after checking the feature names."""
+    import tensorflow as tf
+
+    files = sorted(tf.io.gfile.glob(pattern))
+    if not files:
+        raise errors.MissingFileError("data", f"data: no file matches {pattern!r}.")
+    try:
+        raw = next(iter(tf.data.TFRecordDataset(files[0]).take(1)), None)
+    except tf.errors.OpError as error:
+        raise errors.DataError(f"{files[0]} is not a readable TFRecord file ({error.message.splitlines()[0]}).") from None
+    if raw is None:
+        raise errors.DataError(f"{files[0]} holds no record.")
+    example = tf.train.Example.FromString(raw.numpy())
+    features = example.features.feature
+    if set(features) != set(DATA_FEATURES):
+        raise errors.DataError(
+            f"{files[0]}: expected pretraining features {sorted(DATA_FEATURES)}; got {sorted(features)}."
+        )
+
+    def length(name):
+        feature = features[name]
+        return len(feature.int64_list.value) or len(feature.float_list.value)
+
+    shape = (length("input_ids"), length("masked_lm_positions"))
+    for name, expected in (("input_mask", shape[0]), ("segment_ids", shape[0]),
+                           ("masked_lm_ids", shape[1]), ("masked_lm_weights", shape[1])):
+        if length(name) != expected:
+            raise errors.DataError(f"{files[0]}: feature {name!r} has length {length(name)}, expected {expected}.")
+    return shape
+
+
+def _dataset(settings, resolved, repeat=True):
+    """The global-batch dataset, repeated forever (fit stops after `steps`) or one pass.
+
+    Full batches only, so every step has the same global batch (and splits
+    evenly across replicas).
+    """
+    if settings.data is not None:
+        from keras_bert_app.data.pretraining_records import pretraining_dataset
+
+        return pretraining_dataset(
+            settings.data, settings.batch_size, max_seq_length=settings.max_seq_length,
+            max_predictions_per_seq=settings.max_predictions, shuffle=True, seed=settings.seed,
+            repeat=repeat, drop_remainder=True,
+        )
+    from keras_bert_app.data.dynamic_pretraining import dynamic_pretraining_dataset
+    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+
+    tokenizer = BertTokenizer.from_preset(resolved.folder)
+    dataset = dynamic_pretraining_dataset(
+        list(settings.corpus), tokenizer, settings.batch_size, max_seq_length=settings.max_seq_length,
+        max_predictions_per_seq=settings.max_predictions, seed=settings.seed, drop_remainder=True,
+    )
+    return dataset.repeat() if repeat else dataset
+
+
+# === Model ===
+def _build_pretrainer(settings, resolved, resuming):
+    """The pretrainer to train, compiled: from the preset's weights, or fresh (a built-in name, or resuming)."""
     from keras_bert_app.models.bert_encoder import BertEncoder
     from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
-    from keras_bert_app.training.optimizer import create_optimizer
+    from keras_bert_app.models.optimizer import create_optimizer
 
-    # --dropout changes this run's encoder only (see _write_preset).
-    overrides = {} if args.dropout is None else {"dropout": args.dropout}
-    has_weights = presets.weights_path(args.preset) is not None
-    builtin = args.preset in presets.names() and not pathlib.Path(args.preset).is_dir()
-    if not has_weights and not builtin:
-        raise ValueError(
-            f"--preset {args.preset!r} is a folder with no {presets.ENCODER_WEIGHTS_FILE}"
+    # `dropout` changes this run's encoder only (see _write_preset).
+    overrides = {} if settings.dropout is None else {"dropout": settings.dropout}
+    builtin = settings.preset in presets.names() and not pathlib.Path(settings.preset).is_dir()
+    if not resolved.has_weights and not builtin:
+        raise errors.ArgumentError(
+            "preset",
+            f"preset {settings.preset!r} is a folder with no {presets.ENCODER_WEIGHTS_FILE}"
             + (" (the run being resumed started from it)" if resuming else "")
-            + ": pass a preset folder with weights, or a built-in name for fresh weights."
+            + ": pass a preset folder with weights, or a built-in name for fresh weights.",
         )
-    if resuming:
-        encoder = BertEncoder.from_preset(args.preset, load_weights=False, **overrides)
-        pretrainer = BertPretrainer(encoder, next_sentence_prediction=not args.no_nsp)
-    elif has_weights:
-        print(f"Starting from the weights of preset {args.preset!r}.")
-        heads = presets.preset_dir(args.preset) / HEAD_WEIGHTS_FILE
-        if not heads.is_file():
-            print(f"  (no {HEAD_WEIGHTS_FILE} there: fresh pretraining heads)")
-        pretrainer = BertPretrainer.from_preset(args.preset, next_sentence_prediction=not args.no_nsp, **overrides)
+    nsp = settings.next_sentence_prediction
+    if resuming or not resolved.has_weights:
+        if not resuming:
+            settings.say(f"Preset {settings.preset!r} has no weights here: starting from freshly initialised weights.")
+        encoder = BertEncoder(**{**resolved.config["encoder"], **overrides})
+        pretrainer = BertPretrainer(encoder, next_sentence_prediction=nsp)
     else:
-        print(f"Preset {args.preset!r} has no weights here: starting from freshly initialised weights.")
-        encoder = BertEncoder.from_preset(args.preset, load_weights=False, **overrides)
-        pretrainer = BertPretrainer(encoder, next_sentence_prediction=not args.no_nsp)
+        settings.say(f"Starting from the weights of preset {settings.preset!r}.")
+        if resolved.source_format is None and not (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
+            settings.say(f"  (no {HEAD_WEIGHTS_FILE} there: fresh pretraining heads)")
+        pretrainer = BertPretrainer.from_preset(resolved.folder, next_sentence_prediction=nsp, **overrides)
     pretrainer.compile(
         optimizer=create_optimizer(
-            args.learning_rate,
-            total_steps=args.steps,
-            warmup_steps=args.warmup_steps,
-            weight_decay=args.weight_decay,
-            name=args.optimizer,
-            accumulation_steps=args.accumulation_steps,
+            settings.learning_rate,
+            total_steps=settings.steps,
+            warmup_steps=settings.warmup_steps,
+            weight_decay=settings.weight_decay,
+            name=settings.optimizer,
+            accumulation_steps=settings.accumulation_steps,
         ),
-        jit_compile=not args.no_jit_compile and "auto",  # "auto": XLA on TF and JAX (training/xla.py)
+        jit_compile="auto" if settings.jit_compile else False,  # "auto": XLA on TF and JAX (models/xla.py)
     )
     return pretrainer
 
 
-def _init_output_bias(args, pretrainer):
-    """`--output-bias-init unigram`: the bias of fresh heads at the data's log token frequencies."""
+def _init_output_bias(settings, resolved, pretrainer):
+    """`output_bias_init="unigram"`: the bias of fresh heads at the data's log token frequencies."""
     import numpy as np
     from keras import ops
 
@@ -255,106 +463,85 @@ def _init_output_bias(args, pretrainer):
 
     bias = pretrainer.masked_lm_head.output_bias
     if np.any(ops.convert_to_numpy(bias)):
-        raise ValueError(
-            f"--output-bias-init unigram starts fresh pretraining heads, but the heads of --preset "
-            f"{args.preset!r} are trained (their output bias is not zero): drop the option to continue from them."
+        raise errors.ArgumentError(
+            "output_bias_init",
+            f"output_bias_init 'unigram' starts fresh pretraining heads, but the heads of preset "
+            f"{settings.preset!r} are trained (their output bias is not zero): drop the option to continue from them.",
         )
-    counts = count_masked_targets(_dataset(args, repeat=False), pretrainer.encoder.vocabulary_size)
+    counts = count_masked_targets(_dataset(settings, resolved, repeat=False), pretrainer.encoder.vocabulary_size)
     bias.assign(unigram_output_bias(counts))
-    print(
+    settings.say(
         f"Masked-LM output bias set to the log frequencies of {int(counts.sum()):,} masked tokens "
         f"({int(np.count_nonzero(counts)):,} distinct) of the data."
     )
 
 
-def _dataset(args, repeat=True):
-    """The global-batch dataset, repeated forever (fit stops after --steps) or one pass.
-
-    Full batches only, so every step has the same global batch (and splits
-    evenly across replicas).
-    """
-    batches = args.batch_size
-    if args.data:
-        from keras_bert_app.data.pretraining_records import pretraining_dataset
-
-        return pretraining_dataset(
-            args.data, batches, max_seq_length=args.max_seq_length,
-            max_predictions_per_seq=args.max_predictions, shuffle=True, seed=args.seed,
-            repeat=repeat, drop_remainder=True,
-        )
-    from keras_bert_app.data.dynamic_pretraining import dynamic_pretraining_dataset
-    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
-
-    tokenizer = BertTokenizer.from_preset(args.preset)
-    dataset = dynamic_pretraining_dataset(
-        args.corpus, tokenizer, batches, max_seq_length=args.max_seq_length,
-        max_predictions_per_seq=args.max_predictions, seed=args.seed, drop_remainder=True,
-    )
-    return dataset.repeat() if repeat else dataset
-
-
-def _train(args, pretrainer, distribution, run_dir, checkpoint_dir, preset_config):
+# === Training ===
+def _train(settings, resolved, pretrainer, distribution, checkpoint_dir):
     import keras
 
     from keras_bert_app.training.checkpointing import ResumableCheckpoint, restore_latest
     from keras_bert_app.training.throughput import ThroughputCallback, bert_training_flops, peak_flops
 
-    batches_per_step = args.accumulation_steps
-    num_epochs = args.steps // args.checkpoint_every
+    run_dir = settings.output
+    batches_per_step = settings.accumulation_steps
     with distribution.scope():
         start_step = restore_latest(pretrainer, checkpoint_dir)
     if start_step:
-        print(f"Resumed from step {start_step} of {args.steps} (checkpoint {checkpoint_dir}/step-{start_step:08d}.weights.h5).")
-    dataset = _dataset(args).skip(start_step * batches_per_step)
+        settings.say(
+            f"Resumed from step {start_step} of {settings.steps} "
+            f"(checkpoint {checkpoint_dir}/step-{start_step:08d}.weights.h5)."
+        )
+    dataset = _dataset(settings, resolved).skip(start_step * batches_per_step)
 
     encoder = pretrainer.encoder
     flops = bert_training_flops(
         encoder.num_layers, encoder.hidden_dim, encoder.intermediate_dim,
-        encoder.vocabulary_size, args.max_seq_length, args.max_predictions,
+        encoder.vocabulary_size, settings.max_seq_length, settings.max_predictions,
     )
-    peak = args.peak_tflops * 1e12 if args.peak_tflops else peak_flops(num_devices=distribution.num_replicas)
+    peak = settings.peak_tflops * 1e12 if settings.peak_tflops else peak_flops(num_devices=distribution.num_replicas)
     chief = distribution.is_chief
     callbacks = [
-        ResumableCheckpoint(checkpoint_dir, args.checkpoint_every, enabled=chief),
-        ThroughputCallback(args.batch_size, args.max_seq_length, flops, peak, print_fn=print if chief else None),
+        ResumableCheckpoint(checkpoint_dir, settings.checkpoint_every, enabled=chief),
+        ThroughputCallback(
+            settings.batch_size, settings.max_seq_length, flops, peak, print_fn=settings.log if chief else None
+        ),
     ]
     if chief:
         callbacks += [
             keras.callbacks.CSVLogger(str(run_dir / "metrics.csv"), append=True),
-            keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=max(1, args.checkpoint_every // 10)),
+            keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=max(1, settings.checkpoint_every // 10)),
         ]
-    start_epoch = start_step // args.checkpoint_every
     pretrainer.fit(
         dataset,
-        epochs=num_epochs,
-        initial_epoch=start_epoch,
-        steps_per_epoch=args.checkpoint_every * batches_per_step,
+        epochs=settings.steps // settings.checkpoint_every,
+        initial_epoch=start_step // settings.checkpoint_every,
+        steps_per_epoch=settings.checkpoint_every * batches_per_step,
         callbacks=callbacks,
         shuffle=False,  # the datasets shuffle, with a seed
-        verbose=args.verbose,
+        verbose=settings.verbose,
     )
     if chief:
-        _write_preset(pretrainer, args.preset, run_dir / "preset", preset_config)
-        print(f"Done: {args.steps} steps. Preset: {run_dir / 'preset'}")
-    return 0
+        _write_preset(pretrainer, settings.preset, run_dir / PRESET_FOLDER, resolved)
+        settings.say(f"Done: {settings.steps} steps. Preset: {run_dir / PRESET_FOLDER}")
 
 
-def _write_preset(pretrainer, source_preset, folder, source_config):
+def _write_preset(pretrainer, source_preset, folder, resolved):
     """The run's result as a preset folder: config, vocabulary, encoder + head weights.
 
-    The encoder config keeps the starting preset's dropout rate: `--dropout`
+    The encoder config keeps the starting preset's dropout rate: `dropout`
     is a choice of how to pretrain, and fine-tuning from the preset uses the
     model's own rate.
     """
-    from keras_bert_app import presets
-
+    source_config = resolved.config
+    vocabulary = resolved.vocabulary_path
     temporary = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(temporary, ignore_errors=True)
-    tokenizer = dict(source_config.get("tokenizer", {"vocabulary": presets.VOCABULARY_FILE}))
+    tokenizer = {**source_config.get("tokenizer", {}), "vocabulary": vocabulary.name}
     presets.write_config_entry(temporary, "name", folder.parent.name)
     presets.write_config_entry(temporary, "description", f"Pretrained from {source_preset} by keras-bert-app pretrain.")
     presets.write_config_entry(temporary, "tokenizer", tokenizer)
-    shutil.copyfile(presets.vocabulary_path(source_preset), temporary / tokenizer["vocabulary"])
+    shutil.copyfile(vocabulary, temporary / vocabulary.name)
     pretrainer.save_to_preset(temporary)
     encoder_config = presets.read_config(temporary)["encoder"]
     if "dropout" in source_config.get("encoder", {}):

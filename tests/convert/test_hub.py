@@ -52,6 +52,7 @@ def test_first_working_source_is_converted_once_into_the_cache(tmp_path, monkeyp
     folder = hub.fetch_preset(preset, cache_dir=tmp_path / "cache")
     assert calls == ["hf://example/tiny-bert"]
     assert folder == tmp_path / "cache" / "presets" / "tiny"
+    assert (folder / "model.safetensors").is_file() and (folder / "vocab.txt").is_file()  # kept as an HF folder
     encoder = BertEncoder.from_preset(folder)
     np.testing.assert_array_equal(encoder.token_embedding.embeddings.numpy(), tensors["embeddings.word_embeddings.weight"])
     assert hub.fetch_preset(preset, cache_dir=tmp_path / "cache") == folder
@@ -84,5 +85,27 @@ def test_repository_without_safetensors_falls_back_to_its_pytorch_file(tmp_path,
     folder = hub.fetch_preset(preset, cache_dir=tmp_path / "cache")
     assert [repo for repo, _ in requests] == ["example/tiny-bert", "example/tiny-bert"]
     assert requests[1][1] == ("pytorch_model.bin",)
+    assert not (folder / "pytorch_model.bin").exists() and (folder / "model.safetensors").is_file()
     encoder = BertEncoder.from_preset(folder)
     np.testing.assert_array_equal(encoder.pooler.bias.numpy(), tensors["pooler.dense.bias"])
+
+
+def test_a_cache_written_by_earlier_versions_is_used_as_it_is(tmp_path, monkeypatch):
+    """Earlier versions kept our own preset format in the cache: no new download for it."""
+    preset = _preset_with_sources(tmp_path / "tiny")
+    old = BertEncoder(**{**presets.read_config(preset)["encoder"]}).save_to_preset(tmp_path / "cache" / "presets" / "tiny")
+    monkeypatch.setattr(hub, "download", lambda handle, cache_dir=None: pytest.fail("downloaded again"))
+    assert hub.fetch_preset(preset, cache_dir=tmp_path / "cache") == old
+
+
+def test_from_preset_of_a_built_in_name_fetches_once_then_reads_the_cache(tmp_path, monkeypatch):
+    preset = _preset_with_sources(tmp_path / "tiny")
+    tensors = huggingface_tensors(TINY)
+    downloaded = write_huggingface(tmp_path / "download", tensors=tensors)
+    calls = []
+    monkeypatch.setattr(hub, "download", lambda handle, cache_dir=None: calls.append(handle) or downloaded)
+    monkeypatch.setenv("KERAS_BERT_APP_CACHE", str(tmp_path / "cache"))
+    for _ in range(2):
+        encoder = BertEncoder.from_preset(preset)
+        np.testing.assert_array_equal(encoder.pooler.bias.numpy(), tensors["pooler.dense.bias"])
+    assert calls == ["hf://example/tiny-bert"]

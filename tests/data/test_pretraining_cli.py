@@ -3,10 +3,11 @@ Wikipedia sample: reproducible whatever the workers, safe with old output,
 clear on bad input."""
 
 import json
+import pathlib
 
 import pytest
 
-from keras_bert_app import cli
+from keras_bert_app import cli, errors
 from keras_bert_app.data.create_pretraining_data import create_pretraining_data
 
 
@@ -53,6 +54,7 @@ def shard_bytes(directory):
 def test_identical_output_whatever_the_workers(small_corpus, vocab, tokenizer, tmp_path, capsys):
     import tensorflow as tf
 
+    # The command passes its --vocab file as `tokenizer`; `generate` passes a BertTokenizer.
     assert create(small_corpus, tmp_path / "one", vocab, "--workers", "1", "--num-shards", "3") == 0
     printed = capsys.readouterr().out
     assert "12 documents" in printed and "IsNext fraction" in printed
@@ -95,8 +97,9 @@ def test_old_shards_are_never_silently_replaced(small_corpus, tokenizer, tmp_pat
 
 
 def test_missing_vocabulary_is_one_line(small_corpus, tmp_path, capsys):
-    assert create(small_corpus, tmp_path / "out", str(tmp_path / "missing.txt")) == 1
-    assert "Vocabulary file" in capsys.readouterr().err
+    assert create(small_corpus, tmp_path / "out", str(tmp_path / "missing.txt")) == 2
+    error = capsys.readouterr().err
+    assert "Vocabulary file" in error and len(error.strip().splitlines()) == 1
 
 
 def test_bad_corpora(tokenizer, tmp_path):
@@ -124,3 +127,60 @@ def test_one_sentence_documents_and_a_long_line(tokenizer, tmp_path):
     assert summary["documents"] == 4
     # One-sentence documents always get a random next sentence.
     assert summary["is_next_fraction"] < 0.5
+
+
+def test_readme_command_line(small_corpus, vocab, tmp_path, monkeypatch, capsys):
+    """README: `keras-bert-app create-pretraining-data --input corpus/*.txt --output data/ --vocab vocab.txt
+    --max-seq-length 128 --max-predictions-per-seq 20 --dupe-factor 10 --workers 2`."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus").mkdir()
+    documents = small_corpus.read_text(encoding="utf-8").split("\n\n")[:4]
+    (tmp_path / "corpus" / "a.txt").write_text("\n\n".join(documents[:2]), encoding="utf-8")
+    (tmp_path / "corpus" / "b.txt").write_text("\n\n".join(documents[2:]), encoding="utf-8")
+    # A small vocabulary (the first 3,000 tokens, special ones included) keeps the tokenizer's start-up short.
+    tokens = pathlib.Path(vocab).read_text(encoding="utf-8").splitlines()[:3000]
+    (tmp_path / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    files = sorted(str(path.relative_to(tmp_path)) for path in (tmp_path / "corpus").glob("*.txt"))  # the shell's glob
+    assert cli.main([
+        "create-pretraining-data", "--input", *files, "--output", "data/", "--vocab", "vocab.txt",
+        "--max-seq-length", "128", "--max-predictions-per-seq", "20", "--dupe-factor", "10", "--workers", "2",
+    ]) == 0
+    assert "4 documents" in capsys.readouterr().out
+    summary = json.loads((tmp_path / "data" / "pretraining_data.json").read_text())
+    assert summary["input_files"] == ["corpus/a.txt", "corpus/b.txt"] and summary["dupe_factor"] == 10
+    assert summary["max_seq_length"] == 128 and summary["max_predictions_per_seq"] == 20
+    assert list(shard_bytes(tmp_path / "data")) == ["pretraining-00000-of-00001.tfrecord"]
+
+
+def test_the_public_name_is_the_stage_function():
+    import keras_bert_app as kba
+
+    # (A vocabulary file as `tokenizer` gives the bytes of a BertTokenizer: the command passes
+    # its --vocab file, test_identical_output_whatever_the_workers compares it with a tokenizer.)
+    assert kba.create_pretraining_data is create_pretraining_data
+
+
+@pytest.mark.parametrize(
+    "change, error_class, argument",
+    [
+        ({"max_seq_length": "64"}, errors.ArgumentTypeError, "max_seq_length"),
+        ({"max_seq_length": 4}, errors.ArgumentError, "max_seq_length"),
+        ({"masked_lm_prob": 1.0}, errors.ArgumentError, "masked_lm_prob"),
+        ({"dupe_factor": 0}, errors.ArgumentError, "dupe_factor"),
+        ({"workers": 2.0}, errors.ArgumentTypeError, "workers"),
+        ({"tokenizer": 3}, errors.ArgumentTypeError, "tokenizer"),
+        ({"tokenizer": "missing_vocab.txt"}, errors.MissingFileError, "tokenizer"),
+        ({"input_files": "missing_corpus.txt"}, errors.MissingFileError, "input_files"),
+        ({"input_files": "*.nothing"}, errors.MissingFileError, "input_files"),
+        ({"output_dir": 5}, errors.ArgumentTypeError, "output_dir"),
+    ],
+)
+def test_bad_arguments_raise_one_typed_error_naming_the_argument(small_corpus, tokenizer, tmp_path, monkeypatch,
+                                                                  change, error_class, argument):
+    monkeypatch.chdir(tmp_path)
+    arguments = {"input_files": str(small_corpus), "output_dir": tmp_path / "out", "tokenizer": tokenizer,
+                 "progress": False, **change}
+    with pytest.raises(error_class) as raised:
+        create_pretraining_data(**arguments)
+    assert raised.value.argument == argument and argument in str(raised.value)
+    assert not (tmp_path / "out").exists()

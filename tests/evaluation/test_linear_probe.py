@@ -15,19 +15,45 @@ def _blobs(n, d, k, seed, spread=1.5):
     return centers[labels] + rng.normal(size=(n, d)), labels
 
 
+def _softmax(logits):
+    probabilities = np.exp(logits - logits.max(1, keepdims=True))
+    return probabilities / probabilities.sum(1, keepdims=True)
+
+
 @pytest.mark.parametrize("C", [0.05, 1.0, 20.0])
 def test_logistic_regression_matches_scikit_learn(C):
     sklearn_linear_model = pytest.importorskip("sklearn.linear_model")
     features, labels = _blobs(150, 7, 4, seed=3)
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # Newton with the right Hessian converges in a few steps
-        weights, intercept = linear_probe.fit_logistic_regression(features, labels, 4, C=C, max_iterations=15)
+        warnings.simplefilter("error")  # converged: no ConvergenceWarning
+        weights, intercept = linear_probe.fit_logistic_regression(features, labels, 4, C=C)
     reference = sklearn_linear_model.LogisticRegression(C=C, tol=1e-12, max_iter=100000).fit(features, labels)
     np.testing.assert_allclose(weights.T, reference.coef_, atol=2e-4, rtol=1e-4)
-    logits = features @ weights + intercept
-    probabilities = np.exp(logits - logits.max(1, keepdims=True))
-    probabilities /= probabilities.sum(1, keepdims=True)
-    np.testing.assert_allclose(probabilities, reference.predict_proba(features), atol=1e-5)
+    assert abs(intercept.sum()) < 1e-9  # centred
+    np.testing.assert_allclose(_softmax(features @ weights + intercept), reference.predict_proba(features), atol=1e-5)
+
+
+@pytest.mark.parametrize("C", [0.05, 1.0, 20.0])
+def test_two_classes_fit_the_softmax_objective(C):
+    """2 classes: the multinomial objective (as for more classes), not scikit-learn's one-sigmoid penalty."""
+    from scipy.optimize import minimize
+
+    features, labels = _blobs(120, 5, 2, seed=4, spread=0.7)
+    weights, intercept = linear_probe.fit_logistic_regression(features, labels, 2, C=C)
+    assert weights.shape == (5, 2) and intercept.shape == (2,)
+
+    def objective(theta):  # C * sum(cross-entropy) + 0.5 * ||W||^2, intercepts unpenalised
+        w, b = theta[:10].reshape(5, 2), theta[10:]
+        logits = features @ w + b
+        top = logits.max(1)
+        log_norm = top + np.log(np.exp(logits - top[:, None]).sum(1))
+        return C * np.sum(log_norm - logits[np.arange(len(labels)), labels]) + 0.5 * np.sum(w**2)
+
+    ours = objective(np.concatenate([weights.ravel(), intercept]))
+    best = minimize(objective, np.zeros(12), method="BFGS", options={"gtol": 1e-9})
+    assert ours <= best.fun + 1e-6 * max(1.0, abs(best.fun))
+    # The symmetric solution: one sigmoid's weights, split over the two rows.
+    np.testing.assert_allclose(weights[:, 0], -weights[:, 1], atol=1e-12)
 
 
 def test_probe_accuracy_tells_informative_from_random_features():
@@ -57,6 +83,8 @@ def test_bad_input_is_named():
         linear_probe.fit_logistic_regression(np.zeros((2, 2)), np.array([0, 2]), 2)
     with pytest.raises(ValueError, match="features must be"):
         linear_probe.fit_logistic_regression(np.zeros((2, 2)), np.array([0, 1, 1]), 2)
+    with pytest.raises(ValueError, match=r"none for \[2\]"):
+        linear_probe.fit_logistic_regression(np.zeros((2, 2)), np.array([0, 1]), 3)
     with pytest.raises(ValueError, match="one row per label"):
         linear_probe.probe_accuracy(np.zeros((2, 2)), ["a", "b"], np.zeros((3, 2)), ["a"])
     with pytest.raises(ValueError, match="NaN"):

@@ -49,6 +49,7 @@ MASK_TEXTS = [
     "no mask here",
     "[MASK] " * 6,
     "[mask] in lower case is text",
+    "[CLS] the [SEP] other literals [[MASK]] x[MASK]y [UNK] [PAD] [MASK]",
 ]
 # Bad input: each batch must give valid outputs.
 BAD_TEXTS = ["", "   \t\n ", "x" * 100_000, b"bad \xff\xfe bytes", "emoji 😀🎉 and عربي שלום", "nul\x00byte"]
@@ -261,6 +262,8 @@ def test_masked_lm_top_k_matches_keras(exports, served, hf):
     model, target = exports["mlm"]
     metadata = json.loads((target / "assets.extra" / "keras_bert_app.json").read_text())
     assert (metadata["top_k"], metadata["max_predictions"]) == (TOP_K, MAX_PREDICTIONS)
+    # Literal special tokens are matched by the tokenizer's option (HF's rule), turned on for this head.
+    assert metadata["special_tokens_in_strings"] is True and metadata["mask_token"] == "[MASK]"
     vocabulary = presets.vocabulary_path("bert_tiny_uncased").read_text(encoding="utf-8").split("\n")
     out = served["mlm"]
     for row, text in enumerate(MASK_TEXTS):

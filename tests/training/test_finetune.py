@@ -1,28 +1,38 @@
+"""`finetune` on GLUE, SWAG, NER and your own CSV: the README's command lines as written, then
+`evaluate`/`predict` on the saved preset; bad input to `kba.finetune` and to the command line."""
+
 import json
+import re
+import shlex
 
 import pytest
 
-from keras_bert_app import cli
+import keras_bert_app as kba
+from keras_bert_app import cli, errors
+from tests.tasks.tiny_presets import write_tiny_preset
 
 
 @pytest.fixture(scope="module")
 def tiny_preset(tmp_path_factory, shared_data):
-    """A preset folder: the real uncased vocabulary and a 1-layer, 16-wide encoder."""
-    from keras_bert_app.models.bert_encoder import BertEncoder
-    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
-
+    """A preset folder: the real uncased vocabulary and a 1-layer, 16-wide encoder (128 positions)."""
     folder = tmp_path_factory.mktemp("tiny_preset")
-    tokenizer = BertTokenizer(shared_data / "vocab" / "bert_uncased_vocab.txt", lowercase=True)
-    tokenizer.save_to_preset(folder)
-    encoder = BertEncoder(
-        vocabulary_size=tokenizer.vocabulary_size(), num_layers=1, num_heads=2,
-        hidden_dim=16, intermediate_dim=32, max_sequence_length=32,
-    )
-    encoder.save_to_preset(folder)
-    return folder
+    return write_tiny_preset(folder, shared_data / "vocab" / "bert_uncased_vocab.txt", max_sequence_length=128)
+
+
+@pytest.fixture
+def workspace(tmp_path, tiny_preset, monkeypatch):
+    """A working folder where the README's `--preset P` is the tiny preset."""
+    (tmp_path / "P").symlink_to(tiny_preset, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 COMMON = ["--epochs", "1", "--batch-size", "4", "--sequence-length", "16", "--learning-rate", "1e-3"]
+
+# The README's lines, as written (README.md, "The workflow, stage by stage").
+README_SWAG = "keras-bert-app finetune swag --train train.csv --dev val.csv --preset P --output runs/swag"
+README_NER = "keras-bert-app finetune ner --train train.txt --dev dev.txt --preset P --output runs/ner"
+README_GLUE = "keras-bert-app finetune glue --task MRPC --data-dir glue/MRPC --preset P --output runs/mrpc"
 
 SWAG_HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
 SWAG_ROWS = [
@@ -49,45 +59,44 @@ London NNP B-NP B-LOC
 
 
 def run_cli(argv, capsys):
-    code = cli.main(argv)
+    code = cli.main(shlex.split(argv)[1:] if isinstance(argv, str) else [str(a) for a in argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
 
 @pytest.mark.large
-def test_swag_trains_evaluates_predicts(tmp_path, tiny_preset, capsys):
-    train = tmp_path / "train.csv"
+def test_swag_trains_evaluates_predicts(workspace, capsys):
+    train = workspace / "train.csv"
     train.write_text("\n".join([SWAG_HEADER, *SWAG_ROWS]) + "\n", encoding="utf-8")
-    run = tmp_path / "run"
-    code, out, err = run_cli(
-        ["finetune", "swag", "--train", str(train), "--dev", str(train), "--preset", str(tiny_preset),
-         "--output", str(run), *COMMON], capsys)
+    (workspace / "val.csv").write_text(train.read_text(encoding="utf-8"), encoding="utf-8")
+    run = workspace / "runs" / "swag"
+    code, out, err = run_cli(README_SWAG, capsys)
     assert code == 0, err
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["dev"]["examples"] == 5 and 0.0 <= metrics["dev"]["accuracy"] <= 1.0
+    assert metrics["task"] == {"reader": "swag", "sequence_length": 128, "num_choices": 4}
     assert (run / "logs" / "history.csv").is_file()
     config = json.loads((run / "preset" / "config.json").read_text())
     assert config["task"]["class_name"] == "BertMultipleChoice"
     # The saved preset reproduces the run's dev figures.
-    code, out, err = run_cli(["evaluate", "--preset", str(run / "preset"), "--input", str(train)], capsys)
+    code, out, err = run_cli(["evaluate", "--preset", run / "preset", "--input", train], capsys)
     assert code == 0, err
     assert json.loads(out[out.index("{"):])["accuracy"] == pytest.approx(metrics["dev"]["accuracy"])
-    code, _, err = run_cli(["predict", "--preset", str(run / "preset"), "--input", str(train),
-                            "--output", str(tmp_path / "p.jsonl")], capsys)
+    code, _, err = run_cli(["predict", "--preset", run / "preset", "--input", train, "--output", "p.jsonl"], capsys)
     assert code == 0, err
-    records = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    records = [json.loads(line) for line in (workspace / "p.jsonl").read_text().splitlines()]
     assert [r["line"] for r in records] == [2, 3, 4, 5, 6]
     assert all(r["logits"][r["prediction"]] >= max(r["logits"]) - 1e-6 for r in records)
 
 
-def test_ner_trains_evaluates_predicts(tmp_path, tiny_preset, capsys):
-    train = tmp_path / "train.txt"
+def test_ner_trains_evaluates_predicts(workspace, capsys):
+    train = workspace / "train.txt"
     train.write_text(CONLL_TRAIN, encoding="utf-8")
-    run = tmp_path / "run"
-    code, out, err = run_cli(
-        ["finetune", "ner", "--train", str(train), "--dev", str(train), "--preset", str(tiny_preset),
-         "--output", str(run), *COMMON], capsys)
+    (workspace / "dev.txt").write_text(CONLL_TRAIN, encoding="utf-8")
+    run = workspace / "runs" / "ner"
+    code, out, err = run_cli(README_NER, capsys)
     assert code == 0, err
+    assert "Fine-tuning BertTokenClassifier" in out and "learning rate 5e-05" in out  # NER's default
     metrics = json.loads((run / "metrics.json").read_text())["dev"]
     assert metrics["num_gold"] == 4  # John, Paris, Mary Smith, London: whole spans
     predictions = [json.loads(line) for line in (run / "dev_predictions.jsonl").read_text().splitlines()]
@@ -98,23 +107,29 @@ def test_ner_trains_evaluates_predicts(tmp_path, tiny_preset, capsys):
 
     gold = read_conll(train).tags
     assert entity_scores(gold, [p["tags"] for p in predictions])["f1"] == pytest.approx(metrics["f1"])
-    code, out, err = run_cli(["evaluate", "--preset", str(run / "preset"), "--input", str(train)], capsys)
+    code, out, err = run_cli(["evaluate", "--preset", run / "preset", "--input", train], capsys)
     assert code == 0, err
     assert json.loads(out[out.index("{"):])["f1"] == pytest.approx(metrics["f1"])
+    # The Python API gives the same scores and the same predictions file layout.
+    assert kba.evaluate(run / "preset", train)["f1"] == pytest.approx(metrics["f1"])
+    path = kba.predict(run / "preset", train, workspace / "tags.jsonl")
+    assert [json.loads(line)["tags"] for line in path.read_text().splitlines()] == [p["tags"] for p in predictions]
 
 
 @pytest.mark.large
-def test_glue_mrpc(tmp_path, tiny_preset, capsys):
+def test_glue_mrpc(workspace, capsys):
+    folder = workspace / "glue" / "MRPC"
+    folder.mkdir(parents=True)
     rows = ["Quality\t#1 ID\t#2 ID\t#1 String\t#2 String"]
     rows += [f"{i % 2}\t{i}\t{i}\tThe cat sat {i}.\tA cat sat {i}." for i in range(6)]
-    (tmp_path / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    (tmp_path / "dev.tsv").write_text("\n".join(rows[:4]) + "\n", encoding="utf-8")
-    code, out, err = run_cli(
-        ["finetune", "glue", "--task", "MRPC", "--data-dir", str(tmp_path), "--preset", str(tiny_preset),
-         "--output", str(tmp_path / "run"), *COMMON], capsys)
+    (folder / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (folder / "dev.tsv").write_text("\n".join(rows[:4]) + "\n", encoding="utf-8")
+    code, out, err = run_cli(README_GLUE, capsys)
     assert code == 0, err
-    dev = json.loads((tmp_path / "run" / "metrics.json").read_text())["dev"]
+    metrics = json.loads((workspace / "runs" / "mrpc" / "metrics.json").read_text())
+    dev = metrics["dev"]
     assert set(dev) == {"accuracy", "f1", "examples"} and dev["examples"] == 3
+    assert metrics["task"] == {"reader": "glue", "sequence_length": 128, "glue_task": "mrpc"}
 
 
 @pytest.mark.parametrize(
@@ -130,20 +145,65 @@ def test_classify_bad_input(tmp_path, tiny_preset, capsys, train_text, dev_text,
     (tmp_path / "train.csv").write_text(train_text, encoding="utf-8")
     (tmp_path / "dev.csv").write_text(dev_text, encoding="utf-8")
     code, _, err = run_cli(
-        ["finetune", "classify", "--train", str(tmp_path / "train.csv"), "--dev", str(tmp_path / "dev.csv"),
-         "--text-column", "text", "--label-column", "label", "--preset", str(tiny_preset),
-         "--output", str(tmp_path / "run"), *COMMON], capsys)
-    assert code == 1
+        ["finetune", "classify", "--train", tmp_path / "train.csv", "--dev", tmp_path / "dev.csv",
+         "--text-column", "text", "--label-column", "label", "--preset", tiny_preset,
+         "--output", tmp_path / "run", *COMMON], capsys)
+    assert code == 2
     assert len(err.strip().splitlines()) == 1
-    assert __import__("re").search(message, err), err
+    assert re.search(message, err), err
 
 
-def test_conlleval_file(tmp_path, capsys):
-    path = tmp_path / "out.txt"
-    path.write_text("John B-PER B-PER\nSmith I-PER O\nin O O\nParis B-LOC B-LOC\n\nBob B-PER B-PER\n", encoding="utf-8")
-    code, out, err = run_cli(["evaluate", "--conlleval", str(path)], capsys)
-    assert code == 0, err
-    scores = json.loads(out)
-    # Gold: John Smith, Paris, Bob. Predicted: John (wrong span), Paris, Bob.
-    assert (scores["num_gold"], scores["num_predicted"], scores["num_correct"]) == (3, 3, 2)
-    assert scores["f1"] == pytest.approx(2 / 3)
+def test_finetune_bad_arguments_raise_one_typed_error_naming_the_argument(tmp_path, tiny_preset):
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\nok,a\nno,b\n", encoding="utf-8")
+    good = {"train": train, "dev": train, "text_column": "text", "label_column": "label"}
+    cases = [
+        ("sentiment", tiny_preset, {}, errors.ArgumentError, "task"),
+        (42, tiny_preset, {}, errors.ArgumentTypeError, "task"),
+        ("classify", tiny_preset, {**good, "train": tmp_path / "missing.csv"}, errors.MissingFileError, "train"),
+        ("classify", tiny_preset, {**good, "text_column": 0}, errors.ArgumentTypeError, "text_column"),
+        ("classify", tiny_preset, {**good, "epochs": "3"}, errors.ArgumentTypeError, "epochs"),
+        ("classify", tiny_preset, {**good, "batch_size": 0}, errors.ArgumentError, "batch_size"),
+        ("classify", tiny_preset, {**good, "learning_rate": 0.0}, errors.ArgumentError, "learning_rate"),
+        ("classify", tiny_preset, {**good, "label_colum": "label"}, errors.ArgumentError, "label_colum"),
+        ("classify", tiny_preset, {k: v for k, v in good.items() if k != "label_column"}, errors.ArgumentError, "label_column"),
+        ("classify", tmp_path / "no_preset", good, errors.MissingFileError, "preset"),
+        ("classify", "bert_nonexistent_uncased", good, errors.ArgumentError, "preset"),
+        ("glue", tiny_preset, {"glue_task": "MRPC", "data_dir": tmp_path / "nothing"}, errors.MissingFileError, "data_dir"),
+        ("glue", tiny_preset, {"glue_task": "MRPQ", "data_dir": tmp_path}, errors.ArgumentError, "glue_task"),
+        ("squad", tiny_preset, {"version": "3", "train": train, "dev": train}, errors.ArgumentError, "version"),
+    ]
+    for task, preset, options, error, argument in cases:
+        with pytest.raises(error) as caught:
+            kba.finetune(task, preset, tmp_path / "run", **options)
+        assert caught.value.argument == argument, (task, options)
+        assert len(str(caught.value).splitlines()) == 1
+    assert not (tmp_path / "run").exists()  # nothing started
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["finetune", "ner", "--train", "missing.txt", "--dev", "missing.txt"], r"train: missing.txt: no such file"),
+        (["finetune", "swag", "--train", "t.csv", "--dev", "t.csv", "--num-choices", "1"], r"num_choices must be >= 2"),
+        (["finetune", "ner", "--train", "t.csv", "--dev", "t.csv", "--epochs", "0"], r"epochs must be >= 1"),
+        (["finetune", "glue", "--task", "MRPQ", "--data-dir", "."], r"glue_task \(--task\): Unknown GLUE task 'MRPQ'"),
+        (["finetune", "classify", "--train", "t.csv", "--dev", "t.csv", "--text-column", "text",
+          "--label-column", "label", "--labels", "a,a"], r"labels must be distinct names"),
+    ],
+)
+def test_command_line_bad_arguments_give_one_line_and_exit_code_2(tmp_path, tiny_preset, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "t.csv").write_text("text,label\nok,a\n", encoding="utf-8")
+    code, _, err = run_cli([*argv, "--preset", tiny_preset, "--output", "run"], capsys)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert re.search(message, err), err
+
+
+def test_command_line_unknown_task_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["finetune", "sentiment", "--preset", "P", "--output", "run"])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert "invalid choice: 'sentiment'" in err and "Traceback" not in err

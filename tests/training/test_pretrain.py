@@ -1,4 +1,4 @@
-"""The `pretrain` command: a tiny run end to end, kill -9 and resume, bad input."""
+"""`kba.pretrain` and the `pretrain` command: a tiny run end to end, kill -9 and resume, bad input, the README lines."""
 
 import json
 import os
@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+from keras_bert_app import errors
 from tests.conftest import REPO_ROOT
 
 SEQ_LENGTH = 16
@@ -185,15 +186,15 @@ def test_bad_input_gives_one_clear_error_and_keeps_the_previous_run(tiny_run_inp
         "another configuration": _command(preset, data, run_dir, extra=("--learning-rate", "5e-4")),
         "not a pretraining run folder": _command(preset, data, tmp_path / "occupied"),
         "no model.weights.h5": _command(tmp_path / "empty_preset", data, tmp_path / "b"),
-        "must divide --steps": _command(preset, data, tmp_path / "c", steps=7),
-        "heads of --preset": _command(run_dir / "preset", data, tmp_path / "d", extra=("--output-bias-init", "unigram")),
+        "must divide steps": _command(preset, data, tmp_path / "c", steps=7),
+        "heads of preset": _command(run_dir / "preset", data, tmp_path / "d", extra=("--output-bias-init", "unigram")),
     }
     (tmp_path / "occupied").mkdir()
     (tmp_path / "occupied" / "notes.txt").write_text("mine")
     (tmp_path / "empty_preset").mkdir()
     (tmp_path / "empty_preset" / "config.json").write_text((preset / "config.json").read_text())
     for message, argv in cases.items():
-        assert _error_of(argv) == 1
+        assert _error_of(argv) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1, err
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == before
@@ -203,18 +204,19 @@ def test_records_with_other_features_or_lengths_are_clear_errors(tiny_run_inputs
     preset, _ = tiny_run_inputs
     renamed = tmp_path / "renamed.tfrecord"
     _write_records(renamed, 2, feature_names={"input_ids": "token_ids"})
-    assert _error_of(_command(preset, renamed, tmp_path / "a")) == 1
+    assert _error_of(_command(preset, renamed, tmp_path / "a")) == 2
     assert "expected pretraining features" in capsys.readouterr().err
     _, data = tiny_run_inputs
-    assert _error_of(_command(preset, data, tmp_path / "b", extra=("--max-seq-length", "32"))) == 1
-    assert "--max-seq-length is 32 but the records" in capsys.readouterr().err
+    assert _error_of(_command(preset, data, tmp_path / "b", extra=("--max-seq-length", "32"))) == 2
+    assert "max_seq_length is 32 but the records" in capsys.readouterr().err
 
 
 def test_unigram_output_bias_init_matches_the_records_target_frequencies(tiny_run_inputs, tmp_path):
     """The bias starts at the log frequencies of the masked targets, read here straight from the records."""
-    import h5py
     import tensorflow as tf
+    from keras import ops
 
+    from keras_bert_app.models.bert_pretrainer import BertPretrainer
     from keras_bert_app.training.output_bias import SMOOTHING
 
     preset, data = tiny_run_inputs
@@ -229,19 +231,18 @@ def test_unigram_output_bias_init_matches_the_records_target_frequencies(tiny_ru
         np.add.at(counts, ids[weights > 0], 1)
     assert f"log frequencies of {int(counts.sum())} masked tokens" in log.replace(",", "")
     expected = np.log((counts + SMOOTHING) / (counts + SMOOTHING).sum())
-    with h5py.File(tmp_path / "run" / "preset" / "pretrainer.weights.h5", "r") as file:
-        bias = file["masked_lm_head/output_bias"][()]
+    bias = ops.convert_to_numpy(BertPretrainer.from_preset(tmp_path / "run" / "preset").masked_lm_head.output_bias)
     np.testing.assert_allclose(bias, expected - expected.mean(), atol=1e-5)
 
 
 def test_dropout_option_sets_the_runs_rate_and_the_preset_keeps_its_own(tiny_run_inputs, tmp_path):
     """`--dropout 0` pretrains without dropout; the written preset keeps the starting preset's rate."""
-    import argparse
     import shutil
 
     import keras
 
-    from keras_bert_app import presets
+    from keras_bert_app import errors, presets
+    from keras_bert_app.convert import resolve
     from keras_bert_app.training import pretrain
 
     source, data = tiny_run_inputs
@@ -254,14 +255,105 @@ def test_dropout_option_sets_the_runs_rate_and_the_preset_keeps_its_own(tiny_run
     assert json.loads((tmp_path / "run" / "run_config.json").read_text())["dropout"] == 0.0
     assert presets.read_config(tmp_path / "run" / "preset")["encoder"]["dropout"] == 0.25
 
-    parser = argparse.ArgumentParser()
-    pretrain.add_arguments(parser)
-    for flag, rate in ((("--dropout", "0"), 0.0), ((), 0.25)):
-        args = parser.parse_args(argv[1:-2] + list(flag))
-        pretrain._check_arguments(args)
-        pretrainer = pretrain._build_pretrainer(args, resuming=False)
+    resolved = resolve.resolve_preset(preset)
+    for dropout, rate in ((0.0, 0.0), (None, 0.25)):
+        settings = pretrain._checked_settings(**_arguments(preset, data, tmp_path / "x", dropout=dropout))
+        pretrainer = pretrain._build_pretrainer(settings, resolved, resuming=False)
         rates = {layer.rate for layer in pretrainer.encoder._flatten_layers() if isinstance(layer, keras.layers.Dropout)}
         assert pretrainer.encoder.dropout == rate and rates == {rate}
-    args = parser.parse_args(argv[1:-2] + ["--dropout", "1.5"])
-    with pytest.raises(ValueError, match=r"--dropout must be in \[0, 1\); got 1.5"):
-        pretrain._check_arguments(args)
+    with pytest.raises(errors.ArgumentError, match=r"dropout must be in \[0, 1\); got 1.5") as error:
+        pretrain.pretrain(**_arguments(preset, data, tmp_path / "y", dropout=1.5))
+    assert error.value.argument == "dropout"
+
+
+def _arguments(preset, data, output, /, **overrides):
+    """Every argument of `kba.pretrain`, its defaults but for the tiny run's."""
+    import inspect
+
+    from keras_bert_app.training import pretrain
+
+    defaults = {
+        name: parameter.default for name, parameter in inspect.signature(pretrain.pretrain).parameters.items()
+        if parameter.default is not inspect.Parameter.empty
+    }
+    tiny = dict(batch_size=8, warmup_steps=2, learning_rate=1e-3, checkpoint_every=2, jit_compile=False, verbose=0, log=None)
+    return {**defaults, "preset": str(preset), "data": str(data), "output": output, "steps": 2, **tiny, **overrides}
+
+
+def test_pretrain_raises_one_typed_error_naming_the_argument(tiny_run_inputs, tmp_path):
+    """Wrong types, missing files, bad presets and values: `kba.pretrain` says which argument, before any work."""
+    import keras_bert_app as kba
+
+    preset, data = tiny_run_inputs
+    (tmp_path / "corpus.txt").write_text("one sentence.\n\nanother document.\n")
+    cases = [
+        (dict(steps="8"), errors.ArgumentTypeError, "steps", "steps must be int"),
+        (dict(batch_size=0), errors.ArgumentError, "batch_size", "batch_size must be >= 1"),
+        (dict(preset=3), errors.ArgumentTypeError, "preset", "preset must be"),
+        (dict(preset="bert_huge"), errors.ArgumentError, "preset", "Unknown preset 'bert_huge'"),
+        (dict(data=str(tmp_path / "nothing*.tfrecord")), errors.MissingFileError, "data", "no file matches"),
+        (dict(data=None, corpus=[str(tmp_path / "none*.txt")]), errors.MissingFileError, "corpus", "no file matches"),
+        (dict(corpus=str(tmp_path / "corpus.txt")), errors.ArgumentError, "data", "exactly one of data"),
+        (dict(optimizer="sgd"), errors.ArgumentError, "optimizer", "optimizer must be one of"),
+        (dict(strategy="gpu"), errors.ArgumentError, "strategy", "strategy must be one of"),
+        (dict(warmup_steps=3), errors.ArgumentError, "warmup_steps", r"warmup_steps must be in \[0, steps=2\]"),
+        (dict(next_sentence_prediction="no"), errors.ArgumentTypeError, "next_sentence_prediction", "must be bool"),
+        (dict(output_bias_init="ones"), errors.ArgumentError, "output_bias_init", "output_bias_init must be one of"),
+        (dict(max_seq_length=64), errors.ArgumentError, "max_seq_length", "max_seq_length is 64 but the records"),
+    ]
+    for overrides, error_type, argument, message in cases:
+        with pytest.raises(error_type, match=message) as error:
+            kba.pretrain(**_arguments(preset, data, tmp_path / "run", **overrides))
+        assert error.value.argument == argument, (overrides, error.value)
+    assert not (tmp_path / "run").exists()
+
+
+def test_readme_command_lines(tiny_run_inputs, tmp_path, monkeypatch, capsys):
+    """The README's `pretrain` lines through `cli.main`, as written (`...` filled in).
+
+    `fit` is replaced by a check of what it would get (10,000 steps of BERT-Mini
+    are out of a test's reach); the rest of the run, the preset written at
+    the end included, is real. The TPU line fails at once with one line.
+    """
+    from keras_bert_app import cli
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app.models.bert_pretrainer import BertPretrainer
+
+    fits = []
+
+    def checked_fit(self, dataset, epochs, steps_per_epoch, **kwargs):
+        x, y, weights = next(iter(dataset))
+        fits.append((epochs, steps_per_epoch, tuple(x["token_ids"].shape), tuple(x["mask_positions"].shape)))
+
+    monkeypatch.setattr(BertPretrainer, "fit", checked_fit)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    _write_records(tmp_path / "data" / "part-0.tfrecord", 64)
+    (tmp_path / "corpus").mkdir()
+    for index in range(2):
+        documents = [f"the cat number {d} sat on the mat.\nit was a good day for cats.\n" for d in range(40)]
+        (tmp_path / "corpus" / f"part{index}.txt").write_text("\n".join(documents))
+
+    readme = (
+        "pretrain --preset bert_mini_uncased --data data/*.tfrecord --output runs/mini "
+        "--batch-size 32 --steps 10000 --learning-rate 1e-4 --warmup-steps 100"
+    )
+    assert cli.main(readme.split()) == 0, capsys.readouterr().err
+    assert fits.pop() == (10, 1000, (32, SEQ_LENGTH), (32, PREDICTIONS))
+    run_config = json.loads((tmp_path / "runs/mini/run_config.json").read_text())
+    assert (run_config["batch_size"], run_config["steps"], run_config["learning_rate"], run_config["warmup_steps"]) == (32, 10000, 1e-4, 100)
+    assert BertEncoder.from_preset("runs/mini/preset").num_layers == 4  # bert_mini_uncased, written at the end
+    assert "Done: 10000 steps" in capsys.readouterr().out
+
+    assert cli.main("pretrain --preset bert_mini_uncased --corpus corpus/*.txt --output runs/dynamic --steps 10".split()) == 0
+    assert fits.pop() == (1, 10, (32, 128), (32, 20))
+    assert json.loads((tmp_path / "runs/dynamic/run_config.json").read_text())["corpus"] == ["corpus/*.txt"]
+
+    tpu = (
+        "pretrain --strategy tpu --data gs://bucket/data/*.tfrecord --output gs://bucket/run "
+        "--preset bert_base_uncased --batch-size 256 --steps 1000000 --learning-rate 1e-4"
+    )
+    capsys.readouterr()
+    assert cli.main(tpu.split()) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and ("No TPU found" in error or "KERAS_BACKEND=tensorflow" in error), error

@@ -4,12 +4,12 @@ import csv
 import json
 import os
 
-from keras_bert_app.quickstart import DEFAULT_PRETRAIN_DROPOUT
-from keras_bert_app.quickstart import DEFAULT_PRETRAIN_LEARNING_RATE
-from keras_bert_app.quickstart import DEFAULT_SOURCES
-from keras_bert_app.quickstart import REPORT_FILE
-from keras_bert_app.quickstart import STAGES_DIR
-from keras_bert_app.quickstart import _write_atomically
+from keras_bert_app.demo.settings import DEFAULT_PRETRAIN_DROPOUT
+from keras_bert_app.demo.settings import DEFAULT_PRETRAIN_LEARNING_RATE
+from keras_bert_app.demo.settings import DEFAULT_SOURCES
+from keras_bert_app.demo.settings import REPORT_FILE
+from keras_bert_app.demo.settings import STAGES_DIR
+from keras_bert_app.demo.stages import write_atomically
 
 NOISE_ARTICLES = 5  # dev-accuracy gaps of this many articles or fewer are read as noise
 
@@ -81,17 +81,20 @@ def plot(output, labeled):
     pyplot.close(figure)
 
 
-def write_report(output, args, data, results, labeled, load_start):
-    """`report.md`, written last and atomically (a temporary file renamed into place)."""
-    from keras_bert_app import presets
+def write_report(output, settings, data, results, labeled, load_start):
+    """`report.md`, written last and atomically (a temporary file renamed into place).
 
-    encoder = presets.read_config(args.preset)["encoder"]
+    `settings` holds the run's settings as `quickstart.json` stores them.
+    """
+    from keras_bert_app.convert import resolve
+
+    encoder = resolve.read_config(settings['preset'])["encoder"]
     pretrain = results["pretrain"]
     final = pretrain["final"]
     lines = [
         "# keras-bert-app quickstart report",
         "",
-        f"Pretrained `{args.preset}` (L={encoder['num_layers']}, H={encoder['hidden_dim']}, "
+        f"Pretrained `{settings['preset']}` (L={encoder['num_layers']}, H={encoder['hidden_dim']}, "
         f"A={encoder['num_heads']}) from scratch on {data['source']} ({data['documents']} documents, "
         f"{data['sentences']} sentences)" + (", then fine-tuned it as a topic classifier." if labeled else "."),
         "",
@@ -100,17 +103,17 @@ def write_report(output, args, data, results, labeled, load_start):
         "1. Corpus: `data/corpus.txt`, one sentence per line, a blank line between documents"
         + (" (train split only: the dev articles stay unseen)." if labeled else "."),
         (f"   `build-vocab`: a WordPiece vocabulary of {results['model']['vocabulary_size']} tokens learned from it "
-         "(`data/vocab.txt`); " if args.vocab_size else "   ")
-        + f"`model_preset/`: the {args.preset} config with {results['model']['parameters']:,} freshly initialised parameters.",
+         "(`data/vocab.txt`); " if settings['vocab_size'] else "   ")
+        + f"`model_preset/`: the {settings['preset']} config with {results['model']['parameters']:,} freshly initialised parameters.",
         f"2. `create-pretraining-data`: {results['pretraining_data']['instances']} masked sentence-pair "
-        f"instances of {args.sequence_length} tokens ({args.dupe_factor} masking passes) in `pretraining_data/`.",
-        f"3. `pretrain`: {args.steps} steps, batch {args.batch_size}, learning rate {DEFAULT_PRETRAIN_LEARNING_RATE:g}, "
+        f"instances of {settings['sequence_length']} tokens ({settings['dupe_factor']} masking passes) in `pretraining_data/`.",
+        f"3. `pretrain`: {settings['steps']} steps, batch {settings['batch_size']}, learning rate {DEFAULT_PRETRAIN_LEARNING_RATE:g}, "
         f"dropout {DEFAULT_PRETRAIN_DROPOUT:g} (fine-tuning: the config's), "
         "from `model_preset/`; run folder `pretrain/`, result `pretrain/preset/`.",
     ]
     if labeled:
         lines += [
-            f"4. `finetune classify`: {args.finetune_epochs} epochs on {data['labeled_articles']} labeled BBC News articles "
+            f"4. `finetune classify`: {settings['finetune_epochs']} epochs on {data['labeled_articles']} labeled BBC News articles "
             f"(of the {data['train_articles']} the pretraining read without labels), "
             f"evaluated on {data['dev_articles']} held-out ones, from the pretrained encoder (`finetune_pretrained/`) "
             "and from the freshly initialised weights that pretraining started from (`finetune_random/`).",
@@ -178,7 +181,7 @@ def write_report(output, args, data, results, labeled, load_start):
         "",
     ]
     lines += [f"- `{name}`: {source}." for name, source in DEFAULT_SOURCES.items()]
-    return _write_atomically(output / REPORT_FILE, "\n".join(lines) + "\n")
+    return write_atomically(output / REPORT_FILE, "\n".join(lines) + "\n")
 
 
 def _reading(gain, probe_gains, dev_articles, mlm_accuracy):

@@ -1,0 +1,131 @@
+"""`keras-bert-app bench`: BERT speed side by side with keras-hub and HF transformers.
+
+    keras-bert-app bench                                   # bert_base_uncased, all backends
+    keras-bert-app bench --backends jax --mixed-precision --fused-attention --skip-data   # a GPU: bf16, cuDNN attention
+    python tools/benchmark.py --preset bert_tiny_uncased --steps 2 --skip-data
+
+Calls `keras_bert_app.benchmark.suite.run_benchmarks` (which says what is
+timed, and how), prints one table and the notes, and writes JSON. Exit
+status 1 when a measured run failed (its error is in the notes).
+"""
+
+import argparse
+import functools
+
+
+def add_arguments(parser):
+    parser.add_argument(
+        "--preset", default="bert_base_uncased",
+        help="built-in preset name or preset folder; random weights (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--backends", default=None,
+        help="comma-separated Keras backends for ours and keras-hub (default: those installed)",
+    )
+    parser.add_argument("--sequence-length", type=int, default=128, help="tokens per sequence (default: %(default)s)")
+    parser.add_argument(
+        "--batch-size", type=int, default=8, help="training batch, all implementations (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--inference-batch-sizes", default="1,32",
+        help="comma-separated encoder-forward batch sizes (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--max-predictions", type=int, default=20, help="masked positions per sequence (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--steps", type=int, default=3,
+        help="timed steps per measurement; the median is reported (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="untimed steps first, for compilation (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--jit", action=argparse.BooleanOptionalAction, default=True,
+        help="XLA: jit_compile=True on TensorFlow and JAX (PyTorch runs eagerly either way)",
+    )
+    parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16 (HF: torch autocast bf16)")
+    parser.add_argument(
+        "--fused-attention", action="store_true",
+        help="ours with BertEncoder(fused_attention=True): keras.ops.dot_product_attention, the backend's "
+        "fused kernel (torch SDPA, cuDNN flash attention on JAX GPUs) at inference and without attention dropout",
+    )
+    parser.add_argument(
+        "--peak-tflops", type=float, default=None,
+        help="peak TFLOP/s for MFU (default: the vendor dense bf16 peak of a known "
+        "accelerator, else a float32 matmul measured on this CPU in this run)",
+    )
+    parser.add_argument("--skip-keras-hub", action="store_true", help="leave keras-hub out")
+    parser.add_argument("--skip-hf", action="store_true", help="leave HF transformers out")
+    parser.add_argument("--skip-data", action="store_true", help="leave out the tokenizer and data benchmarks")
+    parser.add_argument("--data-corpus", default=None, help="corpus for the data benchmarks (default: theirs)")
+    parser.add_argument(
+        "--data-lines", type=int, default=6000,
+        help="data benchmarks read the first N lines of the corpus (0: all)",
+    )
+    parser.add_argument(
+        "--timeout", type=int, default=1800, help="seconds allowed to each subprocess (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--in-process", action="store_true",
+        help="run every model in this process instead of one subprocess each (only with "
+        "--backends set to the current KERAS_BACKEND; for quick looks and tests)",
+    )
+    parser.add_argument("--output", default="bench.json", help="JSON results file (default: %(default)s)")
+
+
+def run(args):
+    from keras_bert_app import errors
+    from keras_bert_app.benchmark.flops import FLOPS_FORMULA
+    from keras_bert_app.benchmark.report import MODEL_NOTES, format_table
+    from keras_bert_app.benchmark.suite import run_benchmarks
+
+    backends = None
+    if args.backends is not None:
+        backends = [name.strip() for name in args.backends.split(",") if name.strip()]
+        if not backends:
+            raise errors.ArgumentError("backends", "--backends is empty.")
+    report = run_benchmarks(
+        preset=args.preset,
+        backends=backends,
+        sequence_length=args.sequence_length,
+        batch_size=args.batch_size,
+        inference_batch_sizes=_positive_ints(args.inference_batch_sizes, "--inference-batch-sizes"),
+        max_predictions=args.max_predictions,
+        steps=args.steps,
+        warmup=args.warmup,
+        jit=args.jit,
+        mixed_precision=args.mixed_precision,
+        fused_attention=args.fused_attention,
+        peak_tflops=args.peak_tflops,
+        skip_keras_hub=args.skip_keras_hub,
+        skip_hf=args.skip_hf,
+        skip_data=args.skip_data,
+        data_corpus=args.data_corpus,
+        data_lines=args.data_lines,
+        timeout=args.timeout,
+        in_process=args.in_process,
+        output=args.output,
+        log=functools.partial(print, flush=True),
+    )
+    print()
+    print(format_table(report["rows"]))
+    for note in [*MODEL_NOTES.values(), *report["notes"], *report["data"].get("summary", [])]:
+        print(f"- {note}")
+    print(f"- MFU: {FLOPS_FORMULA}")
+    print(f"- peak: {report['settings']['peak']['description']}")
+    print(f"total wall time {report['wall_seconds']:.0f} s; results in {args.output}")
+    return 1 if report["failed_runs"] else 0
+
+
+def _positive_ints(text, flag):
+    """The ints of a comma-separated option, all >= 1; an ArgumentError otherwise."""
+    from keras_bert_app import errors
+
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise errors.ArgumentError(flag.lstrip("-").replace("-", "_"), f"{flag} must be comma-separated positive integers; got {text!r}.")
+    return values

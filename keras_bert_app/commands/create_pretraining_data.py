@@ -1,0 +1,59 @@
+"""`keras-bert-app create-pretraining-data`: corpus -> masked sentence-pair TFRecords (`kba.create_pretraining_data`).
+
+    keras-bert-app create-pretraining-data --input wiki/*.txt --output data/ \\
+        --vocab vocab.txt --max-seq-length 128 --dupe-factor 10 --num-shards 8
+"""
+
+import argparse
+import os
+
+
+def add_arguments(parser):
+    parser.add_argument("--input", nargs="+", required=True, metavar="FILE",
+                        help="corpus files or globs (.gz allowed): one sentence per line, blank line between documents")
+    parser.add_argument("--output", required=True, metavar="DIR", help="directory for the *.tfrecord shards")
+    parser.add_argument("--vocab", required=True, metavar="FILE", help="WordPiece vocabulary, one token a line")
+    parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
+                        help="lowercase and strip accents (uncased models)")
+    parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--max-predictions-per-seq", type=int, default=20)
+    parser.add_argument("--masked-lm-prob", type=float, default=0.15)
+    parser.add_argument("--short-seq-prob", type=float, default=0.1)
+    parser.add_argument("--dupe-factor", type=int, default=10, help="passes over the corpus, each with new masks")
+    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--whole-word-masking", action="store_true", help="mask ## pieces with their word")
+    parser.add_argument("--num-shards", type=int, default=1, help="number of output files")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the shards of an earlier run in --output (refused otherwise)")
+
+
+def run(args):
+    from keras_bert_app.data.create_pretraining_data import create_pretraining_data
+
+    summary = create_pretraining_data(
+        args.input,
+        args.output,
+        args.vocab,
+        lowercase=args.lowercase,
+        max_seq_length=args.max_seq_length,
+        max_predictions_per_seq=args.max_predictions_per_seq,
+        masked_lm_prob=args.masked_lm_prob,
+        short_seq_prob=args.short_seq_prob,
+        dupe_factor=args.dupe_factor,
+        seed=args.seed,
+        whole_word_masking=args.whole_word_masking,
+        num_shards=args.num_shards,
+        workers=args.workers,
+        overwrite=args.overwrite,
+    )
+    print(
+        f"{summary['documents']} documents, {summary['instances']} instances, "
+        f"{summary['tokens']} tokens; masked fraction "
+        f"{summary['masked_fraction']:.4f}, IsNext fraction "
+        f"{summary['is_next_fraction']:.4f}, short targets "
+        f"{summary['short_target_fraction']:.3f}; "
+        f"{len(summary['shards'])} shard(s) in {args.output} "
+        f"({summary['seconds']:.1f} s)"
+    )
+    return 0

@@ -1,0 +1,47 @@
+"""`keras-bert-app export`: a run or preset folder -> `EXPORT_BASE/<version>/` for TF Serving (`kba.export_for_serving`).
+
+    keras-bert-app export --model RUN/preset --output /models/bert_topics
+"""
+
+import json
+
+
+def add_arguments(parser):
+    from keras_bert_app.export.preset_loading import HEADS  # imports no TensorFlow
+
+    parser.add_argument("--model", required=True, help="fine-tuned run folder or preset (name or folder)")
+    parser.add_argument("--output", required=True, help="EXPORT_BASE: TF Serving's model base folder")
+    parser.add_argument("--version", type=int, default=None, help="version number (default: next free)")
+    parser.add_argument("--sequence-length", type=int, default=None, help="default: the run's, else 128")
+    parser.add_argument("--text-pair", action="store_true", default=None, help="serve text_a + text_b")
+    parser.add_argument(
+        "--head", choices=HEADS, default="auto",
+        help="for a folder without a fine-tuned task: 'features' (encoder outputs) or 'masked_lm' "
+        "(top-k tokens at [MASK]s; needs the pretrainer.weights.h5 that `pretrain` writes); "
+        "auto: masked_lm when that file is there, else features",
+    )
+    parser.add_argument("--top-k", type=int, default=5, help="masked_lm: tokens returned per [MASK] (default 5)")
+    parser.add_argument("--max-predictions", type=int, default=20, help="masked_lm: [MASK]s predicted per text (default 20)")
+
+
+def run(args):
+    from keras_bert_app.export.serving import METADATA_FILE, export_for_serving
+
+    target = export_for_serving(
+        args.model,
+        args.output,
+        version=args.version,
+        text_pair=args.text_pair,
+        top_k=args.top_k,
+        max_predictions=args.max_predictions,
+        head=args.head,
+        sequence_length=args.sequence_length,
+    )
+    metadata_file = target / "assets.extra" / METADATA_FILE
+    metadata = json.loads(metadata_file.read_text()) if metadata_file.is_file() else {}
+    print(
+        f"exported {metadata.get('model_class', 'the model')} to {target} "
+        f"(sequence length {metadata.get('sequence_length', '?')})"
+    )
+    print(f"inspect: saved_model_cli show --dir {target} --all")
+    return 0

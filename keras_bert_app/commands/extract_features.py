@@ -1,0 +1,36 @@
+"""`keras-bert-app extract-features`: per-token features from chosen layers (`kba.extract_features`).
+
+    keras-bert-app extract-features --input in.txt --preset P --layers -1,-2,-3,-4 --output out.jsonl
+"""
+
+import re
+
+
+def add_arguments(parser):
+    # Let `--layers -1,-2` parse: argparse takes "-1,-2" for an option unless
+    # it counts as a negative number.
+    if hasattr(parser, "_negative_number_matcher"):
+        parser._negative_number_matcher = re.compile(r"^-\d+(,-?\d+)*$|^-\d*\.\d+$")
+    parser.add_argument("--input", required=True, help="text file, one example a line ('a ||| b' for pairs)")
+    parser.add_argument("--preset", required=True, help="preset name or folder (with weights)")
+    parser.add_argument("--output", required=True, help="JSON lines file to write")
+    parser.add_argument("--layers", default="-1,-2,-3,-4", help="comma-separated layer indices (default -1,-2,-3,-4)")
+    parser.add_argument("--sequence-length", type=int, default=128, help="tokens per example (default 128)")
+    parser.add_argument("--batch-size", type=int, default=8, help="batch size (default 8)")
+
+
+def run(args):
+    from keras_bert_app import errors
+    from keras_bert_app.training.extract_features import extract_features
+
+    try:
+        layers = tuple(int(part) for part in args.layers.split(","))
+    except ValueError:
+        raise errors.ArgumentError(
+            "layers", f"--layers must be comma-separated integers such as -1,-2; got {args.layers!r}."
+        ) from None
+    extract_features(
+        args.input, args.preset, args.output, layers=layers, sequence_length=args.sequence_length,
+        batch_size=args.batch_size, log=print,
+    )
+    return 0

@@ -1,0 +1,79 @@
+"""`keras-bert-app`: the entry point and its table of subcommands.
+
+Errors of the library (`keras_bert_app.errors`, and the built-in
+`ValueError`/`OSError` family it subclasses) become one line on stderr and
+exit code 2; Ctrl-C exits 130. Adding a command: a module in this package
+with `add_arguments(parser)` and `run(args)`, and a row in `COMMANDS`.
+"""
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> (module in keras_bert_app.commands, one-line help)
+COMMANDS = {
+    "summary": ("summary", "build an encoder from a preset and print its summary"),
+    "build-vocab": ("build_vocab", "train a WordPiece vocabulary on a corpus"),
+    "create-pretraining-data": ("create_pretraining_data", "corpus -> masked sentence-pair TFRecords"),
+    "pretrain": ("pretrain", "pretrain a BERT (MLM + NSP)"),
+    "finetune": ("finetune", "fine-tune on GLUE, SWAG, NER, SQuAD or your own CSV"),
+    "evaluate": ("evaluate", "evaluate a fine-tuned model, SQuAD predictions or a conlleval file"),
+    "predict": ("predict", "predict with a fine-tuned model"),
+    "extract-features": ("extract_features", "per-token features from chosen layers"),
+    "export": ("export", "export a SavedModel for TF Serving"),
+    "convert": ("convert", "convert Google, HF or keras-hub checkpoints"),
+    "bench": ("bench", "run the benchmarks against keras-hub and HF"),
+    "quickstart": ("quickstart", "the whole paper at small scale on built-in data"),
+}
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def command_module(name):
+    """The module of a subcommand (an ImportError if the package lacks it: never hidden)."""
+    return importlib.import_module(f"keras_bert_app.commands.{COMMANDS[name][0]}")
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="keras-bert-app",
+        description="BERT end to end in Keras 3 (TensorFlow, JAX, PyTorch).",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, help_text) in COMMANDS.items():
+        sub = subparsers.add_parser(name, help=help_text, description=help_text)
+        sub.set_defaults(_command=name)
+        command_module(name).add_arguments(sub)
+    return parser
+
+
+def main(argv=None):
+    """Run `keras-bert-app ARGV`; returns the exit code."""
+    from keras_bert_app import errors
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_BAD_INPUT
+    try:
+        return int(command_module(args._command).run(args) or 0)
+    except KeyboardInterrupt:
+        print("keras-bert-app: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (errors.KerasBertAppError, ValueError, TypeError, OSError) as error:
+        # OSError: FileNotFoundError, FileExistsError, PermissionError, ...
+        # TypeError only when raised as a typed argument error.
+        if isinstance(error, TypeError) and not isinstance(error, errors.KerasBertAppError):
+            raise
+        message = " ".join(str(error).split("\n")).strip() or type(error).__name__
+        print(f"keras-bert-app {args.command}: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def console_script():
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    console_script()

@@ -1,0 +1,76 @@
+"""`keras-bert-app pretrain`: masked LM + NSP pretraining that resumes after a kill (`kba.pretrain`).
+
+    keras-bert-app pretrain --preset bert_mini_uncased --data 'data/*.tfrecord' --output runs/mini \\
+        --batch-size 32 --steps 10000 --learning-rate 1e-4 --warmup-steps 100
+
+Rerunning the same command after a kill continues from the last checkpoint.
+"""
+
+
+def add_arguments(parser):
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--data", help="pretraining TFRecords (glob, e.g. 'DIR/*.tfrecord')")
+    source.add_argument("--corpus", nargs="+", help="corpus files for dynamic masking")
+    parser.add_argument("--preset", required=True, help="built-in preset name or preset folder")
+    parser.add_argument("--output", required=True, help="run folder (created; reused to resume)")
+    parser.add_argument("--batch-size", type=int, default=32, help="global batch size (all replicas)")
+    parser.add_argument("--steps", type=int, required=True, help="optimizer steps of the whole run")
+    parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument("--warmup-steps", type=int, default=None, help="default: 1%% of --steps, at most 10,000")
+    parser.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
+    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--accumulation-steps", type=int, default=1, help="batches per optimizer step")
+    parser.add_argument("--strategy", default="auto", help="auto, tpu, mirrored, multi_worker, cpu, data_parallel, model_parallel")
+    parser.add_argument("--tpu", default=None, help="TPU name or grpc:// address (for --strategy tpu)")
+    parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16")
+    parser.add_argument("--no-jit-compile", action="store_true", help="turn XLA off (default: on for TensorFlow and JAX, CPU included)")
+    parser.add_argument("--no-nsp", action="store_true", help="masked LM only (no NSP head)")
+    parser.add_argument("--max-seq-length", type=int, default=None, help="--corpus: default 128; --data: read from the records")
+    parser.add_argument("--max-predictions", type=int, default=None, help="--corpus: default 20; --data: read from the records")
+    parser.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (divides --steps; default near 1000)")
+    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument(
+        "--output-bias-init", choices=("zeros", "unigram"), default="zeros",
+        help="masked-LM output bias at the start: zeros (the paper) or the log frequencies of the "
+        "data's masked tokens, which keeps short runs from collapsing rare words' embeddings",
+    )
+    parser.add_argument(
+        "--dropout", type=float, default=None,
+        help="dropout rate during this run (default: the preset's); the preset written at the end "
+        "keeps the starting preset's rate, the one fine-tuning uses",
+    )
+    parser.add_argument("--peak-tflops", type=float, default=None, help="peak TFLOP/s of all devices, for MFU (default: detected)")
+    parser.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Keras progress: 1 bar, 2 line per epoch")
+
+
+def run(args):
+    from keras_bert_app.training.pretrain import pretrain
+
+    pretrain(
+        args.preset,
+        args.output,
+        args.steps,
+        data=args.data,
+        corpus=args.corpus,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        warmup_steps=args.warmup_steps,
+        optimizer=args.optimizer,
+        weight_decay=args.weight_decay,
+        accumulation_steps=args.accumulation_steps,
+        strategy=args.strategy,
+        tpu=args.tpu,
+        mixed_precision=args.mixed_precision,
+        jit_compile=not args.no_jit_compile,
+        next_sentence_prediction=not args.no_nsp,
+        max_seq_length=args.max_seq_length,
+        max_predictions=args.max_predictions,
+        checkpoint_every=args.checkpoint_every,
+        seed=args.seed,
+        output_bias_init=args.output_bias_init,
+        dropout=args.dropout,
+        peak_tflops=args.peak_tflops,
+        verbose=args.verbose,
+        log=print,
+    )
+    return 0

@@ -1,0 +1,58 @@
+"""`keras-bert-app quickstart`: the whole paper at small scale, on built-in data.
+
+    keras-bert-app quickstart                       # BBC News, about 13 minutes on 2 CPU cores
+    keras-bert-app quickstart --corpus my_text.txt  # your prose: pretraining only
+
+Calls `kba.quickstart` (keras_bert_app/demo/quickstart.py says what each
+stage writes); run the same command again after an interruption and it
+continues where it stopped.
+"""
+
+
+def add_arguments(parser):
+    from keras_bert_app.demo import settings as d  # standard library only
+
+    parser.add_argument("--output", default=d.DEFAULT_OUTPUT, help=f"folder of the whole run (default: {d.DEFAULT_OUTPUT})")
+    parser.add_argument("--preset", default=d.DEFAULT_PRESET, help=f"model config to pretrain from scratch (default {d.DEFAULT_PRESET})")
+    parser.add_argument("--steps", type=int, default=d.DEFAULT_STEPS, help=f"pretraining steps (default {d.DEFAULT_STEPS})")
+    parser.add_argument(
+        "--corpus", nargs="+", metavar="FILE",
+        help="pretrain on your own text files instead of BBC News (no labels: the classification stages are skipped)",
+    )
+    parser.add_argument("--seed", type=int, default=d.DEFAULT_SEED, help="seed of the data split, masking, initialisation and shuffling")
+    advanced = parser.add_argument_group("advanced (smaller, quicker runs)")
+    advanced.add_argument("--max-articles", type=int, default=None, help="use at most this many BBC training articles (default: all)")
+    advanced.add_argument("--sequence-length", type=int, default=d.DEFAULT_SEQUENCE_LENGTH, help=f"tokens per example (default {d.DEFAULT_SEQUENCE_LENGTH})")
+    advanced.add_argument("--batch-size", type=int, default=d.DEFAULT_PRETRAIN_BATCH_SIZE, help=f"pretraining batch size (default {d.DEFAULT_PRETRAIN_BATCH_SIZE})")
+    advanced.add_argument("--dupe-factor", type=int, default=d.DEFAULT_DUPE_FACTOR, help=f"masking passes over the corpus (default {d.DEFAULT_DUPE_FACTOR})")
+    advanced.add_argument(
+        "--labeled-articles", type=int, default=d.DEFAULT_LABELED_ARTICLES,
+        help=f"fine-tune on this many labeled training articles, the same number per topic (default {d.DEFAULT_LABELED_ARTICLES}; 0: all)",
+    )
+    advanced.add_argument(
+        "--vocab-size", type=int, default=d.DEFAULT_VOCAB_SIZE,
+        help=f"learn a WordPiece vocabulary of about this size from the corpus (default {d.DEFAULT_VOCAB_SIZE}; 0: the preset's own)",
+    )
+    advanced.add_argument("--finetune-epochs", type=int, default=d.DEFAULT_FINETUNE_EPOCHS, help=f"fine-tuning epochs (default {d.DEFAULT_FINETUNE_EPOCHS})")
+
+
+def run(args):
+    from keras_bert_app.demo.quickstart import quickstart
+
+    result = quickstart(
+        output=args.output,
+        preset=args.preset,
+        steps=args.steps,
+        corpus=args.corpus,
+        seed=args.seed,
+        max_articles=args.max_articles,
+        sequence_length=args.sequence_length,
+        batch_size=args.batch_size,
+        dupe_factor=args.dupe_factor,
+        labeled_articles=args.labeled_articles,
+        vocab_size=args.vocab_size,
+        finetune_epochs=args.finetune_epochs,
+        log=print,
+    )
+    print(f"\nDone. Report: {result['report']}")
+    return 0

@@ -1,0 +1,146 @@
+"""Any preset, ours or foreign, as our config plus a way to load its weights.
+
+`resolve_preset` is the one place where a preset name or folder is turned
+into our preset config: every `from_preset` (the encoder, the pretrainer,
+the task models, the tokenizer and preprocessor) goes through it. It
+accepts a built-in name, one of our preset folders, a Hugging Face
+checkpoint folder, a keras-hub preset or an original Google release; for a
+built-in name without local weights it can fetch them once (`convert.hub`).
+
+Layer 1: it reads formats and fills the model it is given; it never builds
+one (the models call it).
+"""
+
+import dataclasses
+import pathlib
+
+from keras_bert_app import errors, presets
+from keras_bert_app.convert import detect
+
+
+class PresetError(errors.ArgumentError, presets.PresetError):
+    """A preset that cannot be used: an `errors.ArgumentError` naming "preset" and a `presets.PresetError`."""
+
+    def __init__(self, message, argument="preset"):
+        super().__init__(argument, message)
+
+
+@dataclasses.dataclass(frozen=True)
+class ResolvedPreset:
+    """A preset, read.
+
+    Attributes:
+        folder: pathlib.Path. The local folder (after a hub fetch, the cache folder).
+        config: dict. Our preset config: "encoder", "tokenizer", and for our
+            own folders whatever else `config.json` holds ("task", "weights", ...).
+        source_format: str or None. None for our own preset folders;
+            "huggingface", "keras_hub" or "google" for a foreign checkpoint.
+    """
+
+    folder: pathlib.Path
+    config: dict
+    source_format: str = None
+
+    @property
+    def vocabulary_path(self):
+        """The vocabulary file (`vocab.txt` or the foreign checkpoint's)."""
+        name = self.config.get("tokenizer", {}).get("vocabulary", presets.VOCABULARY_FILE)
+        path = self.folder / name
+        if not path.is_file():
+            raise PresetError(f"Preset folder {str(self.folder)!r} has no vocabulary {name!r}.")
+        return path
+
+    @property
+    def encoder_weights_path(self):
+        """Our `model.weights.h5`, or None (none there, or a foreign folder)."""
+        return None if self.source_format else presets.weights_path(self.folder)
+
+    @property
+    def has_weights(self):
+        """True when weights can be loaded from this folder (ours or a foreign checkpoint's)."""
+        return self.source_format is not None or self.encoder_weights_path is not None
+
+    def load_weights(self, model):
+        """Fill `model` from this preset, reading every weight once.
+
+        Args:
+            model: a `BertEncoder`, or a model with an `encoder` attribute.
+                From our folders the encoder gets `model.weights.h5`; from a
+                foreign checkpoint the model is filled as the converters do
+                (a `BertPretrainer` gets its pretraining heads too when the
+                checkpoint has them).
+
+        Returns:
+            bool. True when pretraining heads were loaded (foreign checkpoints only).
+
+        Raises:
+            PresetError: our folder has no `model.weights.h5`; the message
+                says where real weights come from.
+        """
+        if self.source_format is not None:
+            return detect.load_weights(model, self.folder, self.source_format)
+        path = self.encoder_weights_path
+        if path is None:
+            raise PresetError(_missing_weights_message(self.folder, self.config))
+        getattr(model, "encoder", model).load_weights(str(path))
+        return False
+
+
+def resolve_preset(preset, fetch_weights=False):
+    """Read a preset name or folder into our config (no TensorFlow, no model).
+
+    Args:
+        preset: str or path. A built-in name (`presets.names()`), one of our
+            preset folders, an HF checkpoint folder, a keras-hub preset or an
+            original Google release.
+        fetch_weights: bool. For a built-in preset whose folder has no
+            weights but names hub sources: download them once (`convert.hub`)
+            and resolve the cached checkpoint instead.
+
+    Returns:
+        `ResolvedPreset`.
+
+    Raises:
+        PresetError: an unknown name, a folder that is no preset, a malformed
+            config, or (with `fetch_weights`) weights that cannot be fetched.
+    """
+    if not isinstance(preset, (str, pathlib.PurePath)):
+        raise errors.ArgumentTypeError(
+            "preset", f"preset must be a preset name or folder (str or path); got {type(preset).__name__} {preset!r}."
+        )
+    try:
+        folder = presets.preset_dir(preset)
+        source_format = detect.detect_format(folder)
+        if source_format is not None:
+            return ResolvedPreset(folder, detect.read_config(folder, source_format), source_format)
+        if fetch_weights and presets.weights_path(folder) is None and presets.weight_sources(folder):
+            from keras_bert_app.convert import hub
+
+            return resolve_preset(hub.fetch_preset(folder))  # download once; PresetError offline
+        return ResolvedPreset(folder, presets.read_config(folder))
+    except PresetError:
+        raise
+    except presets.PresetError as error:
+        raise PresetError(str(error)) from None
+
+
+def read_config(preset):
+    """Our preset config of any preset name or folder (see `resolve_preset`)."""
+    return resolve_preset(preset).config
+
+
+def vocabulary_path(preset):
+    """The vocabulary file of any preset name or folder."""
+    return resolve_preset(preset).vocabulary_path
+
+
+def _missing_weights_message(folder, config):
+    sources = config.get("weights", {})
+    where = ", ".join(f"{hub}: {handle}" for hub, handle in sources.items()) or "none known"
+    return (
+        f"Preset {str(folder)!r} has no weights on this machine (no "
+        f"{presets.ENCODER_WEIGHTS_FILE} in {folder}). Real weights come from [{where}]: "
+        "download that checkpoint and convert it with `keras-bert-app convert --from "
+        "huggingface|keras-hub|google SRC --output PRESET_DIR`, then pass PRESET_DIR; "
+        "or use load_weights=False for freshly initialised weights."
+    )

@@ -1,0 +1,48 @@
+"""`load_for_serving`: the model a run or preset folder holds, for `export_for_serving`."""
+
+from keras_bert_app import errors
+
+HEADS = ("auto", "features", "masked_lm")
+
+
+def load_for_serving(model_dir, head="auto"):
+    """The model and the preset's "task" entry (`{}` when it has none) from a folder.
+
+    A "task" entry (written by `finetune`) names the task model, rebuilt with
+    its head by its task class (`keras_bert_app.tasks`). Without one the
+    folder is an encoder preset: `head="masked_lm"` (or "auto" with the
+    `pretrainer.weights.h5` of a `pretrain` run) gives a `BertPretrainer`,
+    "features" a `BertEncoder`.
+
+    Args:
+        model_dir: str or path. A run's `preset/` folder or any preset.
+        head: "auto", "features" or "masked_lm" (encoder presets only).
+
+    Returns:
+        `(model, task entry)`.
+    """
+    from keras_bert_app import presets
+    from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE
+    from keras_bert_app.tasks.registry import task_from_entry
+
+    errors.check_choice("head", head, HEADS)
+    task = presets.read_config(model_dir).get("task", {})
+    class_name = task.get("class_name")
+    if class_name is not None and head != "auto":
+        raise errors.ArgumentError(
+            "head", f"export: {model_dir} holds a fine-tuned {class_name}; --head applies to encoder presets only."
+        )
+    if class_name is not None:
+        model_class = task_from_entry(task).model_class()
+        if model_class.__name__ != class_name:
+            raise errors.ArgumentError("model", f"export: {model_dir} holds a {class_name}, which no task trains.")
+        return model_class.from_preset(model_dir), task
+    if head == "auto":
+        head = "masked_lm" if (presets.preset_dir(model_dir) / HEAD_WEIGHTS_FILE).is_file() else "features"
+    if head == "masked_lm":
+        from keras_bert_app.models.bert_pretrainer import BertPretrainer
+
+        return BertPretrainer.from_preset(model_dir), task
+    from keras_bert_app.models.bert_encoder import BertEncoder
+
+    return BertEncoder.from_preset(model_dir, load_weights=presets.weights_path(model_dir) is not None), task

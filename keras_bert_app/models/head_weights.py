@@ -1,0 +1,101 @@
+"""The weights of a model's heads: everything but its encoder, in Keras' own weights format.
+
+A preset folder holds the encoder in `model.weights.h5` (`BertEncoder.save_weights`)
+and, for a pretrainer or a fine-tuned task, the rest of the model in a second
+file written by `keras.saving.save_weights` with the encoder (and the
+optimizer) skipped: the same layout as the model's own `save_weights`, without
+a second copy of the encoder. `load_head_weights` reads that file, a full
+model's `save_weights` file (fine-tuned task folders before this layout), and
+the hand-written layout of the pretraining heads that earlier versions wrote
+to `pretrainer.weights.h5` (one dataset per variable path:
+`masked_lm_head/dense/kernel`, ...).
+"""
+
+import os
+import pathlib
+
+import keras
+import numpy as np
+
+KERAS_LAYERS_GROUP = "layers"  # the root group of Keras' weights files
+
+
+def save_head_weights(model, path):
+    """Write every weight of `model` except its encoder's (and no optimizer state), atomically."""
+    path = pathlib.Path(path)
+    temporary = path.with_name(f".{path.name}.tmp.weights.h5")
+    keras.saving.save_weights(model, str(temporary), objects_to_skip=_not_heads(model))
+    os.replace(temporary, path)
+
+
+def load_head_weights(model, path):
+    """Fill the heads of `model` from a file written by `save_head_weights` (or an older layout).
+
+    The encoder's weights are not read (they come from `model.weights.h5`),
+    even when the file holds them (a full model's `save_weights`).
+    """
+    if _is_keras_file(path):
+        keras.saving.load_weights(model, str(path), objects_to_skip=_not_heads(model))
+    else:
+        _load_legacy_head_weights(model, path)
+
+
+def saved_head_names(path):
+    """Names of the heads (top-level layers such as "next_sentence_head") a heads file holds."""
+    import h5py
+
+    with h5py.File(path, "r") as file:
+        group = file[KERAS_LAYERS_GROUP] if KERAS_LAYERS_GROUP in file else file
+        return set(group.keys())
+
+
+def _not_heads(model):
+    """The encoder's layers (the tied embedding included) and the optimizer: not written with the heads."""
+    skipped = list(model.encoder._flatten_layers(include_self=True))
+    if getattr(model, "optimizer", None) is not None:
+        skipped.append(model.optimizer)
+    return skipped
+
+
+def _is_keras_file(path):
+    import h5py
+
+    with h5py.File(path, "r") as file:
+        return KERAS_LAYERS_GROUP in file
+
+
+def _load_legacy_head_weights(model, path):
+    """The pretraining heads as earlier versions wrote them: one dataset per `head/.../variable` path."""
+    import h5py
+
+    stored = {}
+
+    def collect(name, item):
+        if isinstance(item, h5py.Dataset):
+            stored[name] = item[()]
+
+    with h5py.File(path, "r") as file:
+        file.visititems(collect)
+    for name, variable in _legacy_head_variables(model).items():
+        if name not in stored:
+            raise ValueError(f"{path}: no weights for {name!r}; the file has {sorted(stored)}.")
+        value = np.asarray(stored[name])
+        if value.shape != tuple(variable.shape):
+            raise ValueError(f"{path}: {name!r} has shape {value.shape}, expected {tuple(variable.shape)}.")
+        variable.assign(value)
+
+
+def _legacy_head_variables(model):
+    """`{"masked_lm_head/dense/kernel": variable, ...}`: the heads' own variables (not the tied embeddings)."""
+    tied = id(model.encoder.token_embedding.embeddings)
+    variables = {}
+    for head in (model.masked_lm_head, model.next_sentence_head):
+        if head is None:
+            continue
+        for variable in head.weights:
+            if id(variable) != tied:
+                parts = variable.path.split("/")
+                if head.name in parts:
+                    parts = parts[len(parts) - parts[::-1].index(head.name):]
+                variables[f"{head.name}/{'/'.join(parts)}"] = variable
+    return variables

@@ -1,0 +1,353 @@
+"""`Task`: what one downstream task owns, from its files to its served outputs.
+
+`kba.finetune` runs one training loop for every task and asks the task for
+each step: its files (`training_files`, `read`), labels (`learn_labels`),
+model inputs (`featurize`, `fit_arguments`, `validation_data`), model
+(`build_model`), predictions (`logits`, `tune`, `decode`), official scores
+(`metrics`), prediction files (`write_predictions`) and the fine-tuned preset
+(`save_preset`). `kba.predict` and `kba.evaluate` rebuild the task from the
+preset's "task" entry (`from_spec`), and `kba.export_for_serving` asks it for
+its serving head.
+
+A subclass declares, as plain data (no TensorFlow needed to read them): its
+registry `NAME`, the `READER` stored in its presets, its `MODEL_CLASS_NAME`, the
+paper's hyperparameter `DEFAULTS` and its `OPTIONS`.
+"""
+
+import copy
+import dataclasses
+import json
+import os
+import pathlib
+
+from keras_bert_app import errors
+
+# The paper's fine-tuning recipe (appendix A.3), overridden per task.
+DEFAULTS = {"epochs": 3, "batch_size": 32, "learning_rate": 2e-5, "sequence_length": 128}
+OPTION_KINDS = ("file", "folder", "text", "int", "float", "bool", "names")
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One option of a task: a keyword of `kba.finetune` and a flag of `finetune TASK`.
+
+    Attributes:
+        name: str. The keyword argument, e.g. `text_column`.
+        kind: str. One of `OPTION_KINDS`: a path ("file", "folder"), "text",
+            "int", "float", "bool" or "names" (a list of str; comma-separated
+            on the command line).
+        help: str. One line for `--help`.
+        default: the value when not given.
+        required: bool. Needed to fine-tune.
+        choices: tuple of the allowed values, or None.
+        minimum: the smallest allowed number, or None.
+        flag: str. The command line's spelling (default `--` + the name with dashes).
+        stored: bool. Part of a fine-tuned preset's "task" entry (training
+            files are not).
+    """
+
+    name: str
+    kind: str
+    help: str
+    default: object = None
+    required: bool = False
+    choices: tuple = None
+    minimum: float = None
+    flag: str = None
+    stored: bool = True
+
+    @property
+    def command_line_flag(self):
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    def check(self, value):
+        """`value` checked against the option's kind; a typed error naming it otherwise."""
+        if value is None:
+            return None
+        name = self.name
+        if self.kind in ("file", "folder"):
+            return errors.check_path(name, value)
+        if self.kind == "text":
+            value = errors.check_type(name, value, str)
+        elif self.kind == "int":
+            value = errors.check_int(name, value, minimum=self.minimum)
+        elif self.kind == "float":
+            value = errors.check_number(name, value, minimum=self.minimum)
+        elif self.kind == "bool":
+            value = errors.check_type(name, value, bool)
+        elif self.kind == "names":
+            errors.check_type(name, value, (list, tuple), "a list of str")
+            for item in value:
+                errors.check_type(name, item, str, "a list of str")
+            if len(set(value)) != len(value) or not value:
+                raise errors.ArgumentError(name, f"{name} must be distinct names, at least one; got {list(value)}.")
+            value = list(value)
+        if self.choices is not None:
+            errors.check_choice(name, value, self.choices)
+        return value
+
+
+@dataclasses.dataclass
+class Split:
+    """One file of a task, read and featurized.
+
+    Attributes:
+        name: str. "train", "dev", a GLUE dev file's name, or "input".
+        examples: what the task's reader returned (`TextExamples`,
+            `ChoiceExamples`, `TaggedSentences`, `SquadData`).
+        features: what the model is fed (the examples themselves for the
+            sentence tasks; arrays or windows for the others).
+        num_features: int. Model inputs made (batches count these).
+        truncated: int. Examples cut at the sequence length.
+    """
+
+    name: str
+    examples: object
+    features: object
+    num_features: int
+    truncated: int = 0
+
+    def __len__(self):
+        return len(self.examples)
+
+
+class Task:
+    """Base of the downstream tasks (see the module docstring for the protocol).
+
+    Construct with the task's options as keywords (`Task(**options)`): unknown
+    names and wrong types raise `keras_bert_app.errors` exceptions naming the
+    option; `check_training_options` adds what fine-tuning needs (required
+    options, existing files). A task instance then carries the state of one
+    run: `prepare(preset, sequence_length)` loads the tokenizer, and
+    `learn_labels` (or the preset) sets `label_names`.
+
+    Args:
+        **options: the task's `OPTIONS`.
+    """
+
+    NAME = None  # registry name: `kba.finetune(NAME, ...)`, `keras-bert-app finetune NAME`
+    DESCRIPTION = ""
+    READER = None  # "reader" of the fine-tuned preset's task data: how its files are read
+    MODEL_CLASS_NAME = None  # the task model's class name, as a preset's "task" entry records it
+    DEFAULTS = DEFAULTS
+    OPTIONS = ()
+    SERVING_TASK = None  # the export's task name ("classification", ...); None: not servable
+    TRUNCATED_UNIT = "examples"
+
+    def __init__(self, **options):
+        self.options = self.check_options(options)
+        self.label_names = None
+        self.sequence_length = self.DEFAULTS["sequence_length"]
+        self.tokenizer = None
+        self._preprocessor = None
+
+    # === Options and the preset's "task" entry ===
+    @classmethod
+    def check_options(cls, options):
+        """The options with defaults filled in; typed errors naming a bad one."""
+        declared = {option.name: option for option in cls.OPTIONS}
+        unknown = sorted(set(options) - set(declared))
+        if unknown:
+            raise errors.ArgumentError(
+                unknown[0], f"{unknown[0]} is not an option of the {cls.NAME} task; its options are {sorted(declared)}."
+            )
+        return {name: option.check(options.get(name, option.default)) for name, option in declared.items()}
+
+    def check_training_options(self):
+        """Raise unless the options fine-tuning needs are given and their files exist."""
+        for option in self.OPTIONS:
+            value = self.options[option.name]
+            if value is None and option.required:
+                raise errors.ArgumentError(option.name, f"the {self.NAME} task needs {option.name}.")
+            if value is not None and option.kind == "file":
+                errors.check_file(option.name, value)
+            if value is not None and option.kind == "folder" and not value.is_dir():
+                raise errors.MissingFileError(option.name, f"{option.name}: {value}: no such folder.")
+
+    @classmethod
+    def from_spec(cls, spec, label_names=None, **overrides):
+        """The task a fine-tuned preset's "task" entry describes.
+
+        Args:
+            spec: dict. The entry's "data": `reader`, `sequence_length` and
+                the stored options (missing ones take their defaults).
+            label_names: list of str or None. The entry's "label_names".
+            **overrides: stored options to change (e.g. SQuAD's
+                `null_score_diff_threshold` for `predict`).
+        """
+        stored = {option.name for option in cls.OPTIONS if option.stored}
+        for name in overrides:
+            if name not in stored:
+                raise errors.ArgumentError(
+                    name, f"{name} cannot be changed for a fine-tuned {cls.NAME} preset; the options are {sorted(stored)}."
+                )
+        options = {name: value for name, value in spec.items() if name in stored}
+        task = cls(**{**options, **{k: v for k, v in overrides.items() if v is not None}})
+        task.sequence_length = spec.get("sequence_length", cls.DEFAULTS["sequence_length"])
+        if label_names is not None:
+            task.label_names = list(label_names)
+        return task
+
+    def spec(self):
+        """The "data" of the preset's "task" entry: how the run read its files."""
+        stored = {option.name: self.options[option.name] for option in self.OPTIONS if option.stored}
+        return {"reader": self.READER, "sequence_length": self.sequence_length, **stored}
+
+    def copy(self):
+        """A copy with the same options, free of this instance's run state."""
+        return copy.deepcopy(self)
+
+    # === Files and features ===
+    def prepare(self, preset, sequence_length=None):
+        """Load the preset's tokenizer; `sequence_length` packs the examples. Returns self."""
+        from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+
+        if sequence_length is not None:
+            self.sequence_length = sequence_length
+        self.tokenizer = BertTokenizer.from_preset(preset)
+        self._preprocessor = None
+        return self
+
+    @property
+    def preprocessor(self):
+        """`BertPreprocessor` of the tokenizer at the run's sequence length."""
+        if self._preprocessor is None:
+            from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
+
+            self._preprocessor = BertPreprocessor(self.tokenizer, sequence_length=self.sequence_length)
+        return self._preprocessor
+
+    def training_files(self):
+        """`(train path, [(dev name, dev path), ...])` from the options."""
+        return self.options["train"], [("dev", self.options["dev"])]
+
+    def read(self, path, labeled=True):
+        """The examples of a file in the task's format."""
+        raise NotImplementedError
+
+    def learn_labels(self, examples):
+        """Take the label names from the training examples when not given."""
+
+    def featurize(self, name, examples, training=False):
+        """`Split` of the examples: what the model is fed."""
+        raise NotImplementedError
+
+    def summary(self, split):
+        """One line: how many examples, how many truncated."""
+        line = f"{split.name}: {len(split)} examples from {split.examples.source}"
+        if split.truncated:
+            line += f"; {split.truncated} {self.TRUNCATED_UNIT} longer than {self.sequence_length} tokens were truncated"
+        return line
+
+    def dataset(self, split, batch_size, shuffle=False, seed=None):
+        """tf.data batches of a split (with labels when it has them)."""
+        raise NotImplementedError
+
+    def fit_arguments(self, split, batch_size, seed):
+        """The training data arguments of `model.fit` (the rest is the loop's)."""
+        return {"x": self.dataset(split, batch_size, shuffle=True, seed=seed), "shuffle": False}
+
+    def validation_data(self, split, batch_size):
+        """`validation_data` of `model.fit` (None: none)."""
+        return self.dataset(split, batch_size)
+
+    # === Model ===
+    def model_class(self):
+        """The task model's class (imported on first use: Keras is heavy)."""
+        raise NotImplementedError
+
+    def model_arguments(self):
+        """The head's constructor arguments (`num_classes`, ...)."""
+        return {}
+
+    def build_model(self, preset):
+        """The task model on the preset's encoder, or the preset's own fine-tuned task."""
+        return self.model_class().from_preset(preset, **self.model_arguments())
+
+    def save_preset(self, model, folder):
+        """Tokenizer + model preset, with the spec and the labels in the "task" entry."""
+        from keras_bert_app import presets
+
+        self.tokenizer.save_to_preset(folder)
+        folder = model.save_to_preset(folder, label_names=self.label_names)
+        task = presets.read_config(folder)["task"]
+        presets.write_config_entry(folder, "task", {**task, "data": self.spec()})
+        return folder
+
+    # === Predictions and scores ===
+    def logits(self, model, split, batch_size):
+        """The model's raw outputs on a split (NumPy)."""
+        import numpy as np
+
+        dataset = self.dataset(split, batch_size).map(lambda inputs, *rest: inputs)
+        return np.asarray(model.predict(dataset, verbose=0), dtype="float32")
+
+    def tune(self, split, logits, log):
+        """Settle settings on the (first) dev set after training (SQuAD v2.0's threshold)."""
+
+    def decode(self, split, logits):
+        """Predictions per example (class names, scores, choice ids, tag lists, answers)."""
+        raise NotImplementedError
+
+    def metrics(self, split, predictions):
+        """The official metrics of the task on a labelled split."""
+        raise NotImplementedError
+
+    def statistics(self, split):
+        """Counts recorded beside a split's scores."""
+        return {"examples": len(split)}
+
+    def training_statistics(self, split):
+        """Counts of the training split recorded in `metrics.json` besides `train_examples`."""
+        return {}
+
+    def predictions_path(self, output, name):
+        """Where a fine-tuning run writes the predictions of its dev set `name`."""
+        return pathlib.Path(output) / f"{name}_predictions.jsonl"
+
+    def write_predictions(self, path, split, predictions, logits=None):
+        """JSON lines: each example's source line and prediction (and logits when given)."""
+        path = pathlib.Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("w", encoding="utf-8") as file:
+            for index, prediction in enumerate(predictions):
+                row = None if logits is None else logits[index]
+                file.write(json.dumps(self.prediction_record(split, index, prediction, row)) + "\n")
+        return [path]
+
+    def prediction_record(self, split, index, prediction, logits=None):
+        """The JSON object of one prediction."""
+        record = {"line": split.examples.lines[index], "prediction": prediction}
+        if logits is not None:
+            record["logits"] = [round(float(value), 6) for value in logits]
+        return record
+
+    # === Serving ===
+    def serving_task(self, model):
+        """The export's task name for this model (`SERVING_TASK`); None: not servable."""
+        return self.SERVING_TASK
+
+    def serving_defaults(self):
+        """Serving settings a run fixes (`text_pair`, `max_query_length`, ...)."""
+        return {}
+
+    def serving_head(self, model, preprocessor, label_names=None, text_pair=False, **settings):
+        """The `ServingHead` that turns raw text into this task's outputs."""
+        raise NotImplementedError
+
+
+def check_preset(argument, value):
+    """`value` if it names a built-in preset or an existing folder; typed errors naming `argument`."""
+    from keras_bert_app import presets
+
+    errors.check_type(argument, value, (str, os.PathLike), "a preset name or folder (str or pathlib.Path)")
+    if pathlib.Path(value).expanduser().is_dir():
+        return value
+    try:
+        presets.preset_dir(value)
+    except ValueError as error:
+        text = str(value)
+        if isinstance(value, os.PathLike) or (os.sep in text and "://" not in text):
+            raise errors.MissingFileError(argument, f"{argument}: {text}: no such preset folder.") from None
+        raise errors.ArgumentError(argument, f"{argument}: {error}") from None
+    return value

@@ -1,0 +1,60 @@
+"""Multiple choice: SWAG (Zellers et al. 2018), the paper's section 4.4."""
+
+from keras_bert_app.tasks.base import Option, Split, Task
+
+
+class MultipleChoice(Task):
+    """Pick the right continuation of a sentence with `BertMultipleChoice`.
+
+    Each (context, ending) pair is packed as `[CLS] sent1 [SEP] sent2 ending
+    [SEP]`; one score per pair from the `[CLS]` vector, softmax over the
+    choices. Metric: accuracy. Not exported for serving.
+
+    Example:
+    ```python
+    kba.finetune("swag", "path/to/preset", "runs/swag", train="train.csv", dev="val.csv")
+    ```
+    """
+
+    NAME = "swag"
+    DESCRIPTION = "SWAG multiple choice from its CSV files"
+    READER = "swag"
+    MODEL_CLASS_NAME = "BertMultipleChoice"
+    TRUNCATED_UNIT = "pairs"
+    OPTIONS = (
+        Option("train", "file", "training file", required=True, stored=False),
+        Option("dev", "file", "dev file (evaluated after training)", required=True, stored=False),
+        Option("num_choices", "int", "endings per row", default=4, minimum=2),
+    )
+
+    def read(self, path, labeled=True):
+        from keras_bert_app.data.swag import read_swag
+
+        return read_swag(path, num_choices=self.options["num_choices"], labeled=labeled)
+
+    def featurize(self, name, examples, training=False):
+        from keras_bert_app.data.swag import count_truncated
+
+        truncated = count_truncated(examples, self.preprocessor) if len(examples) else 0
+        return Split(name, examples, examples, len(examples), truncated)
+
+    def dataset(self, split, batch_size, shuffle=False, seed=None):
+        from keras_bert_app.data.swag import multiple_choice_dataset
+
+        return multiple_choice_dataset(split.features, self.preprocessor, batch_size, shuffle, seed)
+
+    def model_class(self):
+        from keras_bert_app.models.bert_multiple_choice import BertMultipleChoice
+
+        return BertMultipleChoice
+
+    def model_arguments(self):
+        return {"num_choices": self.options["num_choices"]}
+
+    def decode(self, split, logits):
+        return logits.argmax(-1).tolist()
+
+    def metrics(self, split, predictions):
+        from keras_bert_app.evaluation import glue_metrics
+
+        return {"accuracy": glue_metrics.accuracy(split.examples.labels, predictions)}

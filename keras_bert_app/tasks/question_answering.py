@@ -1,0 +1,184 @@
+"""Extractive question answering: SQuAD v1.1 and v2.0 (the paper's sections 4.2 and 4.3)."""
+
+import math
+
+from keras_bert_app import errors
+from keras_bert_app.tasks.base import DEFAULTS, Option, Split, Task
+
+
+class QuestionAnswering(Task):
+    """Answer spans with `BertQuestionAnswerer`, on windows of long paragraphs.
+
+    Each question is packed with overlapping windows of its paragraph
+    (`doc_stride` pieces apart); the answer is the best-scoring span over the
+    windows (`n_best_size` candidates, at most `max_answer_length` pieces).
+    SQuAD v2.0 questions may have no answer: the null score ([CLS] span)
+    wins when it beats the best span by more than `null_score_diff_threshold`,
+    which fine-tuning tunes on dev for the best F1 (as `evaluate-v2.0.py`'s
+    `best_f1_thresh`) unless given. Metrics: the official exact match and F1.
+    Predictions are written as the official scripts' files:
+    `predictions.json`, `nbest_predictions.json` and (v2.0) `null_odds.json`.
+
+    Example:
+    ```python
+    kba.finetune("squad", "path/to/preset", "runs/squad", version="2.0",
+                 train="train-v2.0.json", dev="dev-v2.0.json")
+    ```
+    """
+
+    NAME = "squad"
+    DESCRIPTION = "SQuAD v1.1/v2.0 question answering from its JSON files"
+    READER = "squad"
+    MODEL_CLASS_NAME = "BertQuestionAnswerer"
+    SERVING_TASK = "question_answering"
+    DEFAULTS = {**DEFAULTS, "epochs": 2, "learning_rate": 3e-5, "sequence_length": 384}
+    OPTIONS = (
+        Option("version", "text", "SQuAD version", required=True, choices=("1.1", "2.0")),
+        Option("train", "file", "training SQuAD JSON file", required=True, stored=False),
+        Option("dev", "file", "dev SQuAD JSON file (predicted and scored after training)", required=True, stored=False),
+        Option("doc_stride", "int", "context pieces between windows", default=128, minimum=1),
+        Option("max_query_length", "int", "question pieces kept", default=64, minimum=0),
+        Option("n_best_size", "int", "n-best list length", default=20, minimum=1),
+        Option("max_answer_length", "int", "longest answer in pieces", default=30, minimum=1),
+        Option(
+            "null_score_diff_threshold", "float",
+            "v2.0: fixed no-answer threshold (default: tuned on dev for the best F1)",
+        ),
+    )
+
+    def spec(self):
+        spec = super().spec()
+        return {"reader": spec.pop("reader"), "version": spec.pop("version"), **spec}
+
+    @property
+    def version_2(self):
+        return self.options["version"] == "2.0"
+
+    @property
+    def threshold(self):
+        """The no-answer threshold predictions are made with (0.0 until set)."""
+        threshold = self.options["null_score_diff_threshold"]
+        return 0.0 if threshold is None else threshold
+
+    # === Files and features ===
+    def read(self, path, labeled=True):
+        """`SquadData`; unlabelled input (`predict`) detects its version from the file."""
+        from keras_bert_app.data.squad import read_squad
+
+        return read_squad(path, version=self.options["version"] if labeled else None)
+
+    def featurize(self, name, examples, training=False):
+        """Split whose features are the `SquadFeatures` windows."""
+        from keras_bert_app.data.squad_features import featurize_squad
+
+        features = featurize_squad(
+            examples.examples,
+            self.tokenizer,
+            max_seq_length=self.sequence_length,
+            doc_stride=self.options["doc_stride"],
+            max_query_length=self.options["max_query_length"],
+            training=training,
+        )
+        if training and not len(features):
+            raise errors.DataError(f"{examples.source}: no training window could be made.")
+        return Split(name, examples, features, len(features))
+
+    def summary(self, split):
+        data, features = split.examples, split.features
+        line = f"{split.name}: {len(data)} SQuAD v{data.version} questions from {data.source} -> {len(features)} windows"
+        if features.skipped:
+            reasons = "; ".join(f"{qas_id}: {reason}" for qas_id, reason in features.skipped[:3])
+            line += f"; warning: {len(features.skipped)} questions skipped (answer not located: {reasons})"
+        return line
+
+    def fit_arguments(self, split, batch_size, seed):
+        return {"x": split.features.inputs, "y": split.features.labels(), "batch_size": batch_size, "shuffle": True}
+
+    def validation_data(self, split, batch_size):
+        return None
+
+    # === Model ===
+    def model_class(self):
+        from keras_bert_app.models.bert_question_answerer import BertQuestionAnswerer
+
+        return BertQuestionAnswerer
+
+    # === Predictions and scores ===
+    def logits(self, model, split, batch_size):
+        """`(start_logits, end_logits)` float32 [features, seq]."""
+        import numpy as np
+
+        outputs = model.predict(split.features.inputs, batch_size=batch_size, verbose=0)
+        return np.asarray(outputs["start_logits"], "float32"), np.asarray(outputs["end_logits"], "float32")
+
+    def tune(self, split, logits, log):
+        """v2.0 without a given threshold: the one with the best dev F1; then fixed (0.0 for v1.1)."""
+        if self.version_2 and self.options["null_score_diff_threshold"] is None:
+            threshold = self.tune_null_threshold(split, logits)
+            log(f"Tuned the no-answer threshold on dev: {threshold:.4f} (best F1).")
+            self.options["null_score_diff_threshold"] = threshold
+        self.options["null_score_diff_threshold"] = float(self.threshold)
+
+    def tune_null_threshold(self, split, logits):
+        """A null-score threshold with the best F1 on the split (`best_f1_thresh`, moved off the data).
+
+        The sweep needs every question's best non-null answer, so predictions
+        are made with an infinite threshold first.
+        """
+        from keras_bert_app.evaluation.squad_metrics import evaluate_v2
+
+        always_answer = self.decode(split, logits, threshold=math.inf)
+        scores = evaluate_v2(split.examples.articles, always_answer.predictions, always_answer.null_odds)
+        best = float(scores["best_f1_thresh"])
+        # The official threshold is one question's own null score difference, so
+        # recomputing its logits (`predict`, an export, another backend) can flip
+        # that question by a rounding error. Halfway to the next question's
+        # difference makes the same choices on dev with a margin either side.
+        above = [float(odds) for odds in always_answer.null_odds.values() if odds > best]
+        return (best + min(above)) / 2 if above else best + 1.0
+
+    def decode(self, split, logits, threshold=None):
+        """`SquadPredictions`: answers, n-best lists and (v2.0) null odds."""
+        from keras_bert_app.evaluation.squad_postprocessing import squad_predictions
+
+        start_logits, end_logits = logits
+        return squad_predictions(
+            split.features,
+            start_logits,
+            end_logits,
+            version_2=self.version_2,
+            n_best_size=self.options["n_best_size"],
+            max_answer_length=self.options["max_answer_length"],
+            null_score_diff_threshold=self.threshold if threshold is None else threshold,
+        )
+
+    def metrics(self, split, predictions):
+        """Official scores; v2.0 with the null odds as no-answer scores at the threshold used, plus `best_*`."""
+        from keras_bert_app.evaluation import squad_metrics
+
+        articles = split.examples.articles
+        if predictions.null_odds is None:
+            return squad_metrics.evaluate_v1(articles, predictions.predictions)
+        return squad_metrics.evaluate_v2(articles, predictions.predictions, predictions.null_odds, self.threshold)
+
+    def statistics(self, split):
+        return {"examples": len(split), "features": split.num_features}
+
+    def training_statistics(self, split):
+        return {"train_features": split.num_features, "train_skipped": len(split.features.skipped)}
+
+    def predictions_path(self, output, name):
+        return output
+
+    def write_predictions(self, path, split, predictions, logits=None):
+        """`predictions.json`, `nbest_predictions.json` (and `null_odds.json`) in the folder `path`."""
+        return predictions.write(path)
+
+    # === Serving ===
+    def serving_defaults(self):
+        return {name: self.options[name] for name in ("max_query_length", "max_answer_length")}
+
+    def serving_head(self, model, preprocessor, label_names=None, text_pair=False, **settings):
+        from keras_bert_app.export.question_answering_head import QuestionAnsweringHead
+
+        return QuestionAnsweringHead(preprocessor, settings["max_query_length"], settings["max_answer_length"])

@@ -1,0 +1,135 @@
+"""The package as pip installs it: a wheel built from the checkout's files holds every module, the presets
+and every command; dependencies are ranges; `keras-bert-app --help` imports no TensorFlow."""
+
+import pathlib
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from keras_bert_app.commands.main import COMMANDS
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+UNPINNED = ("keras", "tensorflow", "tensorflow-text", "keras-hub")
+
+
+def _project_files():
+    """The checkout's files a commit holds: tracked or untracked-not-ignored, present on disk."""
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs a git checkout")
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=ROOT, check=True, capture_output=True,
+    ).stdout.decode("utf-8").split("\0")
+    return sorted({name for name in listed if name and (ROOT / name).is_file()})
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    """(names in the wheel, the checkout's files): the wheel built from a copy of those files only,
+    as from a fresh clone (no build folder, no egg-info, nothing ignored)."""
+    pytest.importorskip("setuptools")
+    files = _project_files()
+    source = tmp_path_factory.mktemp("source")
+    for name in files:
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, source / name)
+    out = tmp_path_factory.mktemp("wheel")
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
+         "-w", str(out), str(source)],
+        capture_output=True, text=True,
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    (path,) = out.glob("keras_bert_app-*.whl")
+    with zipfile.ZipFile(path) as archive:
+        return set(archive.namelist()), files, archive.read(
+            next(n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt"))
+        ).decode()
+
+
+def test_wheel_holds_every_module_of_the_checkout(wheel):
+    names, files, _ = wheel
+    modules = [name for name in files if name.startswith("keras_bert_app/") and name.endswith(".py")]
+    assert len(modules) > 50
+    missing = [name for name in modules if name not in names]
+    assert not missing, f"modules left out of the wheel: {missing}"
+    assert "keras_bert_app/benchmark/suite.py" in names  # the package the old hand list forgot
+
+
+def test_wheel_holds_the_built_in_presets(wheel):
+    names, files, _ = wheel
+    preset_files = [name for name in files if name.startswith("presets/") and name.endswith((".json", ".txt"))]
+    assert any(name.endswith("bert_tiny_uncased/config.json") for name in preset_files)
+    missing = [name for name in preset_files if "keras_bert_app/preset_files/" + name.removeprefix("presets/") not in names]
+    assert not missing, f"preset files left out of the wheel: {missing}"
+
+
+def test_wheel_holds_every_command_and_the_console_script(wheel):
+    names, _, entry_points = wheel
+    missing = [module for module, _ in COMMANDS.values() if f"keras_bert_app/commands/{module}.py" not in names]
+    assert not missing, f"command modules left out of the wheel: {missing}"
+    assert "keras-bert-app = keras_bert_app.commands.main:console_script" in entry_points
+
+
+def _pyproject():
+    tomllib = pytest.importorskip("tomllib")
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def test_dependencies_are_ranges_with_a_lower_bound():
+    from packaging.requirements import Requirement
+
+    requirements = {}
+    for line in _pyproject()["project"]["dependencies"]:
+        requirement = Requirement(line)
+        requirements[requirement.name] = requirement
+    for name in UNPINNED:
+        operators = {spec.operator for spec in requirements[name].specifier}
+        assert not operators & {"==", "==="}, f"{name} is pinned: {requirements[name]}"
+    unbounded = [str(r) for r in requirements.values() if not {s.operator for s in r.specifier} & {">=", "~=", "=="}]
+    assert not unbounded, f"dependencies without a lower bound: {unbounded}"
+
+
+def test_constraints_pin_versions_inside_the_ranges():
+    """constraints.txt (what CI installs with) pins every dependency, at a version its range allows."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            requirement = Requirement(line)
+            (spec,) = requirement.specifier
+            assert spec.operator == "==", line
+            pins[canonicalize_name(requirement.name)] = spec.version
+    project = _pyproject()["project"]
+    lines = project["dependencies"] + [line for extra in project["optional-dependencies"].values() for line in extra]
+    for line in lines:
+        requirement = Requirement(line)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"constraints.txt has no version for {name}"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (line, pins[name])
+    assert "-c constraints.txt" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_help_imports_no_tensorflow():
+    script = (
+        "import sys\n"
+        "from keras_bert_app.commands.main import main\n"
+        "for argv in (['--help'], ['quickstart', '--help'], ['bench', '--help']):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit as exit:\n"
+        "        assert exit.code == 0, (argv, exit.code)\n"
+        "heavy = sorted(name for name in ('tensorflow', 'tensorflow_text', 'keras_hub', 'jax', 'torch') if name in sys.modules)\n"
+        "assert not heavy, heavy\n"
+        "print('OK')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip().endswith("OK"), result.stdout[-2000:] + result.stderr[-2000:]
+    for name in COMMANDS:
+        assert name in result.stdout  # every subcommand listed in the top-level help
