@@ -19,11 +19,6 @@ from keras_bert_app.preprocessing.vocabulary import SPECIAL_TOKENS
 SPECIAL_TOKEN_PATTERN = "|".join(re.escape(token) for token in SPECIAL_TOKENS)
 
 
-def contains_special_tokens(text):
-    """Whether any string of `text` (tf.string, any shape) holds a special-token literal."""
-    return tf.reduce_any(tf.strings.regex_full_match(text, f"(?s).*(?:{SPECIAL_TOKEN_PATTERN}).*"))
-
-
 def split_around_special_tokens(text):
     """[batch] tf.string -> (pieces, starts, ends) ragged [batch, (pieces)].
 
@@ -50,28 +45,24 @@ def tokenize_around_special_tokens(text, special_token_ids, tokenize):
         The same tuple for `text`, [batch, (tokens)]; a special token's
         offsets span its literal.
     """
+    pieces, piece_starts, piece_ends = split_around_special_tokens(text)  # [batch, (pieces)]
+    flat = pieces.flat_values  # [pieces]
+    matches = tf.equal(flat[:, tf.newaxis], tf.constant(SPECIAL_TOKENS)[tf.newaxis, :])  # [pieces, 5]
+    is_special = tf.reduce_any(matches, axis=1)  # [pieces]
+    outputs = tokenize(tf.where(is_special, "", flat))  # each [pieces, (tokens)]
+    which = tf.argmax(tf.cast(matches, tf.int32), axis=1)  # [pieces]
+    one_if_special = tf.cast(is_special, tf.int64)
 
-    def split():
-        pieces, piece_starts, piece_ends = split_around_special_tokens(text)  # [batch, (pieces)]
-        flat = pieces.flat_values  # [pieces]
-        matches = tf.equal(flat[:, tf.newaxis], tf.constant(SPECIAL_TOKENS)[tf.newaxis, :])  # [pieces, 5]
-        is_special = tf.reduce_any(matches, axis=1)  # [pieces]
-        outputs = tokenize(tf.where(is_special, "", flat))  # each [pieces, (tokens)]
-        which = tf.argmax(tf.cast(matches, tf.int32), axis=1)  # [pieces]
-        one_if_special = tf.cast(is_special, tf.int64)
+    def special(values):  # [pieces] -> [pieces, (0 or 1)]
+        return tf.RaggedTensor.from_row_lengths(tf.boolean_mask(values, is_special), one_if_special)
 
-        def special(values):  # [pieces] -> [pieces, (0 or 1)]
-            return tf.RaggedTensor.from_row_lengths(tf.boolean_mask(values, is_special), one_if_special)
-
-        # Each piece is either special or not: appending keeps the order.
-        spliced = [tf.concat([outputs[0], special(tf.gather(special_token_ids, which))], axis=1)]
-        if len(outputs) == 3:
-            starts, ends = outputs[1:]
-            base = tf.gather(piece_starts.flat_values, starts.value_rowids())
-            starts = starts.with_flat_values(starts.flat_values + base)
-            ends = ends.with_flat_values(ends.flat_values + base)
-            spliced.append(tf.concat([starts, special(piece_starts.flat_values)], axis=1))
-            spliced.append(tf.concat([ends, special(piece_ends.flat_values)], axis=1))
-        return tuple(pieces.with_flat_values(x).merge_dims(1, 2) for x in spliced)
-
-    return tf.cond(contains_special_tokens(text), split, lambda: tuple(tokenize(text)))
+    # Each piece is either special or not: appending keeps the order.
+    spliced = [tf.concat([outputs[0], special(tf.gather(special_token_ids, which))], axis=1)]
+    if len(outputs) == 3:
+        starts, ends = outputs[1:]
+        base = tf.gather(piece_starts.flat_values, starts.value_rowids())
+        starts = starts.with_flat_values(starts.flat_values + base)
+        ends = ends.with_flat_values(ends.flat_values + base)
+        spliced.append(tf.concat([starts, special(piece_starts.flat_values)], axis=1))
+        spliced.append(tf.concat([ends, special(piece_ends.flat_values)], axis=1))
+    return tuple(pieces.with_flat_values(x).merge_dims(1, 2) for x in spliced)

@@ -1,13 +1,12 @@
 """SQuAD scores against values worked out by hand from the official scripts' definitions."""
 
-import argparse
 import json
 
 import pytest
 
+from keras_bert_app import cli, errors
 from keras_bert_app.evaluation import squad_metrics
-from keras_bert_app.evaluation.squad_evaluate import add_squad_arguments
-from keras_bert_app.evaluation.squad_evaluate import run_squad
+from keras_bert_app.evaluation.squad_evaluate import evaluate_squad
 
 
 def squad(questions, version="1.1"):
@@ -103,15 +102,14 @@ def test_v2_missing_prediction_scores_zero():
 
 
 def run_cli(tmp_path, data, predictions, na_probs=None):
+    """`keras-bert-app evaluate squad ...` through the entry point."""
     (tmp_path / "dev.json").write_text(json.dumps(data))
     (tmp_path / "pred.json").write_text(json.dumps(predictions))
-    argv = ["--data", str(tmp_path / "dev.json"), "--predictions", str(tmp_path / "pred.json")]
+    argv = ["evaluate", "squad", "--data", str(tmp_path / "dev.json"), "--predictions", str(tmp_path / "pred.json")]
     if na_probs is not None:
         (tmp_path / "na.json").write_text(json.dumps(na_probs))
         argv += ["--na-prob-file", str(tmp_path / "na.json")]
-    parser = argparse.ArgumentParser()
-    add_squad_arguments(parser)
-    return run_squad(parser.parse_args(argv))
+    return cli.main(argv)
 
 
 def test_command_prints_official_keys(tmp_path, capsys):
@@ -127,8 +125,44 @@ def test_command_prints_official_keys(tmp_path, capsys):
     ]
 
 
-def test_command_bad_input(tmp_path):
+def test_command_bad_input(tmp_path, capsys):
+    for data, predictions, message in (
+        ({"version": "1.1"}, {}, "has no 'data'"),
+        (V1, {"q1": 3}, "answers must be strings"),
+    ):
+        assert run_cli(tmp_path, data, predictions) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     with pytest.raises(ValueError, match="has no 'data'"):
-        run_cli(tmp_path, {"version": "1.1"}, {})
+        evaluate_squad({"version": "1.1"}, {})
     with pytest.raises(ValueError, match="answers must be strings"):
-        run_cli(tmp_path, V1, {"q1": 3})
+        evaluate_squad(V1, {"q1": 3})
+    assert run_cli(tmp_path, V1, V1_PREDICTIONS, NA_PROBS) == 2
+    assert "is for SQuAD v2.0; the data file is v1.1" in capsys.readouterr().err
+
+
+def test_evaluate_squad_takes_paths_or_dicts_and_reports_missing_answers(tmp_path):
+    messages = []
+    by_dict = evaluate_squad(V1, V1_PREDICTIONS, log=messages.append)
+    assert by_dict == squad_metrics.evaluate_v1(V1["data"], V1_PREDICTIONS)
+    assert len(messages) == 1 and "1 of 5 questions have no prediction" in messages[0] and "q4" in messages[0]
+    assert evaluate_squad(V1, V1_PREDICTIONS) == by_dict  # no log: not told, same scores
+    (tmp_path / "dev.json").write_text(json.dumps(V2))
+    (tmp_path / "na.json").write_text(json.dumps(NA_PROBS))
+    by_path = evaluate_squad(tmp_path / "dev.json", V2_PREDICTIONS, na_probs=str(tmp_path / "na.json"), na_prob_thresh=0.5)
+    assert by_path == evaluate_squad(V2, V2_PREDICTIONS, NA_PROBS, 0.5)
+    assert by_path == squad_metrics.evaluate_v2(V2["data"], V2_PREDICTIONS, NA_PROBS, 0.5)
+    with pytest.raises(ValueError, match="pass version 2.0"):
+        evaluate_squad(V2, V2_PREDICTIONS, version="1.1")
+    for arguments, error, argument in (
+        ((tmp_path / "missing.json", V1_PREDICTIONS), errors.MissingFileError, "data"),
+        ((V1, tmp_path / "missing.json"), errors.MissingFileError, "predictions"),
+        ((V1, 3), errors.ArgumentTypeError, "predictions"),
+        ((V1, V1_PREDICTIONS, NA_PROBS), errors.ArgumentError, "na_probs"),
+    ):
+        with pytest.raises(error) as caught:
+            evaluate_squad(*arguments)
+        assert caught.value.argument == argument
+    with pytest.raises(errors.ArgumentError) as caught:
+        evaluate_squad(V1, V1_PREDICTIONS, version="3.0")
+    assert caught.value.argument == "version"

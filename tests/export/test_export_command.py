@@ -1,23 +1,39 @@
 import json
+import shlex
 
 import keras
 import numpy as np
+import pytest
 
-from keras_bert_app import cli, presets
+import keras_bert_app as kba
+from keras_bert_app import cli, errors, presets
 from keras_bert_app.models.bert_classifier import BertClassifier
 from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
 
 
-def test_export_command_serves_a_finetuned_run(tmp_path, capsys):
+# The README's lines (its `/models/...` base is put under the test's folder).
+README_EXPORT = "keras-bert-app export --model runs/topics/preset --output serving/topics"
+README_SERVING = "keras-bert-app export --model RUN/preset --output /models/bert_topics"
+README_SYNOPSIS = (
+    "keras-bert-app export --model RUN_OR_PRESET_DIR --output EXPORT_BASE [--version N] [--sequence-length 128] [--text-pair]"
+)
+
+
+def readme_argv(line):
+    return shlex.split(line)[1:]
+
+
+def test_export_command_serves_a_finetuned_run(tmp_path, monkeypatch, capsys):
     import tensorflow as tf
 
     keras.utils.set_random_seed(4)
     encoder = BertEncoder(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8,
                           intermediate_dim=16, max_sequence_length=32)
     model = BertClassifier(encoder, num_classes=2)
-    run = tmp_path / "run" / "preset"
+    monkeypatch.chdir(tmp_path)
+    run = tmp_path / "runs" / "topics" / "preset"
     model.save_to_preset(run, label_names=["ham", "spam"])
     tokenizer = BertTokenizer.from_preset("bert_tiny_uncased")
     tokenizer.save_to_preset(run)
@@ -25,9 +41,9 @@ def test_export_command_serves_a_finetuned_run(tmp_path, capsys):
     task["data"] = {"reader": "classify", "sequence_length": 16, "text_pair_column": None}
     presets.write_config_entry(run, "task", task)
 
-    assert cli.main(["export", "--model", str(run), "--output", str(tmp_path / "serving")]) == 0
+    assert cli.main(readme_argv(README_EXPORT)) == 0
     assert "exported BertClassifier" in capsys.readouterr().out
-    target = tmp_path / "serving" / "1"
+    target = tmp_path / "serving" / "topics" / "1"
     metadata = json.loads((target / "assets.extra" / "keras_bert_app.json").read_text())
     assert metadata["sequence_length"] == 16 and metadata["label_names"] == ["ham", "spam"]
     served = tf.saved_model.load(str(target)).signatures["serving_default"](text=tf.constant(["win money now"]))
@@ -35,10 +51,11 @@ def test_export_command_serves_a_finetuned_run(tmp_path, capsys):
     expected = keras.ops.convert_to_numpy(keras.ops.softmax(model.predict(preprocessor(["win money now"]), verbose=0)))
     np.testing.assert_allclose(served["probabilities"].numpy(), expected, atol=1e-5)
     # A second export takes the next version; an existing one is refused.
-    assert cli.main(["export", "--model", str(run), "--output", str(tmp_path / "serving")]) == 0
-    assert (tmp_path / "serving" / "2").is_dir()
-    assert cli.main(["export", "--model", str(run), "--output", str(tmp_path / "serving"), "--version", "1"]) == 1
-    assert "exists" in capsys.readouterr().err
+    assert cli.main(readme_argv(README_EXPORT)) == 0
+    assert (tmp_path / "serving" / "topics" / "2").is_dir()
+    assert cli.main([*readme_argv(README_EXPORT), "--version", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "exists" in err and len(err.strip().splitlines()) == 1
 
 
 def _tiny_encoder():
@@ -47,16 +64,16 @@ def _tiny_encoder():
 
 
 def _capture_exports(monkeypatch):
-    """Replace export_for_serving by a recorder: the command's wiring without a SavedModel."""
+    """Replace the SavedModel writer by a recorder: the command's wiring without a SavedModel."""
     from keras_bert_app.export import serving
 
     calls = []
 
-    def record(model, export_base, preprocessor, **kwargs):
-        calls.append({"model": model, "preprocessor": preprocessor, **kwargs})
-        return export_base
+    def record(model, head, target, warmup_texts=serving.WARMUP_TEXTS):
+        calls.append({"model": model, "head": head, "preprocessor": head.preprocessor, "target": target})
+        return target
 
-    monkeypatch.setattr(serving, "export_for_serving", record)
+    monkeypatch.setattr(serving, "write_saved_model", record)
     return calls
 
 
@@ -83,10 +100,15 @@ def test_export_command_takes_squad_and_ner_settings_from_the_run(tmp_path, monk
     assert cli.main(["export", "--model", str(ner_run), "--output", str(tmp_path / "ner")]) == 0
     (qa_call, ner_call) = calls
     assert type(qa_call["model"]).__name__ == "BertQuestionAnswerer"
-    assert (qa_call["max_query_length"], qa_call["max_answer_length"]) == (6, 4)
+    assert (qa_call["head"].max_query_length, qa_call["head"].max_answer_length) == (6, 4)
     assert qa_call["preprocessor"].sequence_length == 24
     assert type(ner_call["model"]).__name__ == "BertTokenClassifier"
-    assert ner_call["label_names"] == ["O", "B-PER", "I-PER"]
+    assert ner_call["head"].label_names == ["O", "B-PER", "I-PER"]
+    assert ner_call["preprocessor"].sequence_length == 128  # no run settings: the default
+    # The library takes the folder too, and the arguments override the run's settings.
+    kba.export_for_serving(qa_run, tmp_path / "qa2", max_answer_length=7, sequence_length=20)
+    assert (calls[-1]["head"].max_query_length, calls[-1]["head"].max_answer_length) == (6, 7)
+    assert calls[-1]["preprocessor"].sequence_length == 20 and calls[-1]["target"] == tmp_path / "qa2" / "1"
     # The fine-tuned heads come back with their weights.
     features = BertPreprocessor(tokenizer, sequence_length=24)(["a question about it"])
     for original, call in ((qa, qa_call), (tagger, ner_call)):
@@ -96,7 +118,7 @@ def test_export_command_takes_squad_and_ner_settings_from_the_run(tmp_path, monk
 
 
 def test_export_command_serves_masked_lm_from_a_pretrain_run(tmp_path, monkeypatch, capsys):
-    from keras_bert_app.export.export_command import load_for_serving
+    from keras_bert_app.export.preset_loading import load_for_serving
     from keras_bert_app.models.bert_pretrainer import BertPretrainer
 
     keras.utils.set_random_seed(6)
@@ -109,7 +131,7 @@ def test_export_command_serves_masked_lm_from_a_pretrain_run(tmp_path, monkeypat
     assert cli.main(["export", "--model", str(run), "--output", str(tmp_path / "mlm"), "--top-k", "3"]) == 0
     (call,) = calls
     assert type(call["model"]).__name__ == "BertPretrainer"
-    assert (call["top_k"], call["max_predictions"]) == (3, 20)
+    assert (call["head"].top_k, call["head"].max_predictions) == (3, 20)
     features = BertPreprocessor(call["preprocessor"].tokenizer, sequence_length=16)(["the cat sat"])
     inputs = {name: np.asarray(value).astype("int32") for name, value in features.items()}
     inputs["mask_positions"] = np.array([[2, 0]], "int32")
@@ -123,5 +145,41 @@ def test_export_command_serves_masked_lm_from_a_pretrain_run(tmp_path, monkeypat
     BertClassifier(_tiny_encoder(), num_classes=2).save_to_preset(finetuned)
     BertTokenizer.from_preset("bert_tiny_uncased").save_to_preset(finetuned)
     capsys.readouterr()
-    assert cli.main(["export", "--model", str(finetuned), "--output", str(tmp_path / "y"), "--head", "masked_lm"]) == 1
+    assert cli.main(["export", "--model", str(finetuned), "--output", str(tmp_path / "y"), "--head", "masked_lm"]) == 2
     assert "--head applies to encoder presets only" in capsys.readouterr().err
+
+
+def test_readme_export_lines_and_bad_input(tmp_path, monkeypatch, capsys):
+    from keras_bert_app.models.bert_multiple_choice import BertMultipleChoice
+
+    keras.utils.set_random_seed(8)
+    monkeypatch.chdir(tmp_path)
+    tokenizer = BertTokenizer.from_preset("bert_tiny_uncased")
+    for folder in ("RUN/preset", "RUN_OR_PRESET_DIR"):
+        BertClassifier(_tiny_encoder(), num_classes=2).save_to_preset(tmp_path / folder, label_names=["a", "b"])
+        tokenizer.save_to_preset(tmp_path / folder)
+    calls = _capture_exports(monkeypatch)
+    serving_line = README_SERVING.replace("/models/", f"{tmp_path}/models/")
+    assert cli.main(readme_argv(serving_line)) == 0
+    assert calls[-1]["target"] == tmp_path / "models" / "bert_topics" / "1"
+    synopsis = README_SYNOPSIS.replace("[", "").replace("]", "").replace("--version N", "--version 3")
+    assert cli.main(readme_argv(synopsis)) == 0
+    head = calls[-1]["head"]
+    assert calls[-1]["target"].resolve() == tmp_path / "EXPORT_BASE" / "3"
+    assert (head.sequence_length, head.text_pair, head.input_names, head.label_names) == (128, True, ("text_a", "text_b"), ["a", "b"])
+    capsys.readouterr()
+    # Bad input: one line on stderr, exit code 2; in Python one typed error naming the argument.
+    assert cli.main(["export", "--model", "no/such/run", "--output", "x"]) == 2
+    err = capsys.readouterr().err
+    assert "model: no/such/run: no such preset folder" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(errors.MissingFileError) as caught:
+        kba.export_for_serving(tmp_path / "no_run", tmp_path / "x")
+    assert caught.value.argument == "model"
+    with pytest.raises(errors.ArgumentError) as caught:
+        kba.export_for_serving(_tiny_encoder(), tmp_path / "x")
+    assert caught.value.argument == "preprocessor"
+    preprocessor = BertPreprocessor(tokenizer, sequence_length=16)
+    with pytest.raises(errors.ArgumentError, match="cannot export a BertMultipleChoice; expected one of") as caught:
+        kba.export_for_serving(BertMultipleChoice(_tiny_encoder(), num_choices=2), tmp_path / "x", preprocessor)
+    assert caught.value.argument == "model"
+    assert not calls[2:]

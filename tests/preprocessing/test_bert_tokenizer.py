@@ -125,6 +125,7 @@ def test_config_round_trip(tiny_tokenizer):
 
     config = tiny_tokenizer.get_config()
     assert config["lowercase"] is True and config["max_input_chars_per_word"] == 200
+    assert config["special_tokens_in_strings"] is False  # the original's rule (tests/preprocessing/test_special_tokens.py)
     restored = BertTokenizer.from_config(config)
     assert restored.get_vocabulary() == tiny_tokenizer.get_vocabulary()
     again = keras.layers.deserialize(keras.layers.serialize(tiny_tokenizer))

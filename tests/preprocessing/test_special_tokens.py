@@ -138,9 +138,12 @@ def test_byte_offsets_of_special_tokens(uncased_tokenizer):
     pieces = [raw[a:b].decode() for a, b in zip(starts.numpy(), ends.numpy())]
     assert pieces == ["é", "[MASK]", "ü", "foo", "[SEP]", "bar", "[", "[CLS]", "]"]
     assert ids.numpy().tolist()[1::3] == [tokenizer.mask_token_id, tokenizer.sep_token_id, tokenizer.cls_token_id]
-    # A batch without any literal takes the plain path; same ids either way.
-    plain = ["the quick fox", ""]
-    assert tokenizer(plain).to_list() == uncased_tokenizer(plain).to_list()
+    # Text without literals: the same ids under both rules.
+    texts = np.array(["good movie [SEP] bad movie", "good movie bad movie", ""])
+    default_ids, hf_ids = uncased_tokenizer(texts).to_list(), tokenizer(texts).to_list()
+    assert default_ids[1:] == hf_ids[1:]
+    assert hf_ids[0] == [2204, 3185, tokenizer.sep_token_id, 2919, 3185]
+    assert default_ids[0] == [2204, 3185, 1031, 19802, 1033, 2919, 3185]  # "[", "sep", "]"
     # Sharded eager batches (>= 256 strings) splice the same ids.
     batch = [text, "plain"] * 200
     assert tokenizer(batch).to_list() == tokenizer.tokenize_with_offsets(batch)[0].to_list()
@@ -214,7 +217,7 @@ def test_in_a_saved_model(tmp_path, tiny_vocabulary):
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
         def __call__(self, text):
             ids, starts, _ = self.tokenizer.tokenize_with_offsets(text)
-            return {"ids": self.tokenizer(text).to_tensor(-1), "starts": starts.to_tensor(-1)}
+            return {"ids": ids.to_tensor(-1), "starts": starts.to_tensor(-1)}
 
     tf.saved_model.save(Serving(), str(tmp_path / "saved"))
     loaded = tf.saved_model.load(str(tmp_path / "saved"))
@@ -241,12 +244,3 @@ def test_vocabulary_without_the_special_tokens_is_one_clear_error(tmp_path, rena
 def test_the_option_must_be_a_bool(tiny_vocabulary):
     with pytest.raises(ArgumentTypeError, match="special_tokens_in_strings must be bool; got str 'false'"):
         BertTokenizer(tiny_vocabulary, special_tokens_in_strings="false")
-
-
-def test_default_and_hf_rule_on_the_same_batch_differ_only_on_literals(uncased_tokenizer):
-    hf_rule = BertTokenizer(uncased_tokenizer.get_vocabulary(), special_tokens_in_strings=True)
-    texts = np.array(["good movie [SEP] bad movie", "good movie bad movie"])
-    default_ids, hf_ids = uncased_tokenizer(texts).to_list(), hf_rule(texts).to_list()
-    assert default_ids[1] == hf_ids[1]
-    assert hf_ids[0] == [2204, 3185, hf_rule.sep_token_id, 2919, 3185]
-    assert uncased_tokenizer.tokenize_as_strings("[SEP]").numpy().tolist() == [b"[", b"sep", b"]"]

@@ -16,10 +16,10 @@ pytestmark = pytest.mark.skipif(
 @pytest.mark.large
 def test_minilm_on_bbc_news_beats_chance(tmp_path):
     from keras_bert_app import cli
-    from keras_bert_app.convert import detect
+    from keras_bert_app.convert.checkpoint import convert_checkpoint
     from keras_bert_app.data.bbc_news import write_bbc_news_csvs
 
-    preset, _ = detect.convert_to_preset(minilm.get_model_path(), tmp_path / "minilm", "huggingface")
+    preset = convert_checkpoint(minilm.get_model_path(), tmp_path / "minilm", source_format="huggingface")
     train, dev = write_bbc_news_csvs(tmp_path / "bbc", seed=0, max_train=200, max_dev=80)
     code = cli.main([
         "finetune", "classify", "--train", str(train), "--dev", str(dev),
