@@ -21,7 +21,18 @@ def readme_commands():
     """The `keras-bert-app ...` lines of README code blocks and inline code, continuations joined."""
     text = README.read_text(encoding="utf-8")
     commands = []
-    for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", text, flags=re.S):
+    blocks, current = [], None
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if current is None:
+                current = [] if line.strip() in ("```", "```bash", "```sh") else False
+            else:
+                if current is not False:
+                    blocks.append("\n".join(current))
+                current = None
+        elif current not in (None, False):
+            current.append(line)
+    for block in blocks:
         joined = re.sub(r"\\\n\s*", " ", block)
         for line in joined.splitlines():
             line = line.strip()
@@ -30,7 +41,10 @@ def readme_commands():
                 if part.startswith("keras-bert-app"):
                     commands.append(part)
     for span in re.findall(r"`(keras-bert-app [^`]+)`", text):
-        commands.append(span)
+        # Inline code in prose: full command lines only, not a bare command
+        # name, an elided one ("...") or a synopsis with [optional] parts.
+        if " --" in span and "..." not in span and not re.search(r"\[-", span):
+            commands.append(span)
     return commands
 
 

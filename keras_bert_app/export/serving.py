@@ -9,6 +9,13 @@ Two stages, the same on every backend that Keras can export from:
    `EXPORT_BASE/<version>/` with the signatures `serving_default` (raw
    strings) and `serve_token_ids` (already-tokenized ids).
 
+```python
+import keras_bert_app as kba
+
+kba.export_for_serving("runs/topics/preset", "serving/topics")         # a run folder: its task picks the head
+kba.export_for_serving(classifier, "serving/topics", preprocessor, label_names=["sport", "business"])
+```
+
 The SavedModel needs the TensorFlow Text op library (`FastWordpieceTokenizer`,
 `RegexSplitWithOffsets`, `NormalizeUTF8`): TF Serving's standard build links
 it; in Python, `import tensorflow_text` before `tf.saved_model.load`.
@@ -165,9 +172,13 @@ def export_for_serving(
         classes = model.num_classes if serving_task in ("classification", "token_classification") else None
         if classes is None or len(label_names) != classes:
             expected = classes or "none (not a classifier or tagger)"
-            raise errors.ArgumentError("label_names", f"export_for_serving: expected {expected} label names, got {len(label_names)}.")
+            raise errors.ArgumentError(
+                "label_names", f"export_for_serving: expected {expected} label names, got {len(label_names)}."
+            )
     if settings["text_pair"] and serving_task not in ("classification", "regression", "features"):
-        raise errors.ArgumentError("text_pair", f"export_for_serving: text_pair applies to classifiers and features, not {serving_task}.")
+        raise errors.ArgumentError(
+            "text_pair", f"export_for_serving: text_pair applies to classifiers and features, not {serving_task}."
+        )
     if keras.config.backend() not in ("tensorflow", "jax"):
         raise errors.ArgumentError(
             "model",

@@ -194,7 +194,7 @@ class Task:
         return {"reader": self.READER, "sequence_length": self.sequence_length, **stored}
 
     def copy(self):
-        """A copy with the same options, free of this instance's run state."""
+        """A deep copy: a run changes its copy's state (tokenizer, labels), not this instance."""
         return copy.deepcopy(self)
 
     # === Files and features ===

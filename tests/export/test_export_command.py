@@ -166,7 +166,8 @@ def test_readme_export_lines_and_bad_input(tmp_path, monkeypatch, capsys):
     assert cli.main(readme_argv(synopsis)) == 0
     head = calls[-1]["head"]
     assert calls[-1]["target"].resolve() == tmp_path / "EXPORT_BASE" / "3"
-    assert (head.sequence_length, head.text_pair, head.input_names, head.label_names) == (128, True, ("text_a", "text_b"), ["a", "b"])
+    assert (head.sequence_length, head.text_pair) == (128, True)
+    assert (head.input_names, head.label_names) == (("text_a", "text_b"), ["a", "b"])
     capsys.readouterr()
     # Bad input: one line on stderr, exit code 2; in Python one typed error naming the argument.
     assert cli.main(["export", "--model", "no/such/run", "--output", "x"]) == 2

@@ -79,7 +79,8 @@ def test_paper_defaults():
 
 
 def test_unknown_names_and_bad_options_raise_typed_errors(tmp_path):
-    with pytest.raises(errors.ArgumentError, match=r"task must be one of \['classify', 'glue', 'ner', 'squad', 'swag'\]") as caught:
+    names = r"\['classify', 'glue', 'ner', 'squad', 'swag'\]"
+    with pytest.raises(errors.ArgumentError, match=f"task must be one of {names}") as caught:
         registry.get_task("sentiment")
     assert caught.value.argument == "task"
     with pytest.raises(errors.ArgumentTypeError) as caught:

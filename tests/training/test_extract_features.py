@@ -94,6 +94,7 @@ def test_bad_arguments(tmp_path, preset, capsys):
         with pytest.raises(error) as caught:
             kba.extract_features(**arguments)
         assert caught.value.argument == argument
-    assert run_command(["--input", str(tmp_path / "in.txt"), "--preset", str(folder), "--output", "o", "--layers", "a,b"]) == 2
+    argv = ["--input", str(tmp_path / "in.txt"), "--preset", str(folder), "--output", "o", "--layers", "a,b"]
+    assert run_command(argv) == 2
     err = capsys.readouterr().err
     assert "--layers must be comma-separated integers" in err and len(err.strip().splitlines()) == 1

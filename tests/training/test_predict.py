@@ -17,7 +17,8 @@ README_FINETUNE = (
 )
 README_PREDICT = "keras-bert-app predict --preset runs/topics/preset --input new.csv --output predictions.jsonl"
 SPORT = ["The striker scored twice", "The team won the cup", "A late goal won the match", "The coach praised the players"]
-BUSINESS = ["Shares fell after the results", "The bank raised interest rates", "Profits rose this year", "The market closed lower"]
+BUSINESS = ["Shares fell after the results", "The bank raised interest rates", "Profits rose this year",
+            "The market closed lower"]
 
 
 def _csv(rows):
