@@ -15,6 +15,8 @@ _PUBLIC = {
     # model side: keras + numpy only
     "BertEncoder": "keras_bert_app.models.bert_encoder",
     "BertPretrainer": "keras_bert_app.models.bert_pretrainer",
+    "ElectraPretrainer": "keras_bert_app.models.electra_pretrainer",
+    "ElectraDiscriminator": "keras_bert_app.models.electra_discriminator",
     "BertClassifier": "keras_bert_app.models.bert_classifier",
     "BertQuestionAnswerer": "keras_bert_app.models.bert_question_answerer",
     "BertMultipleChoice": "keras_bert_app.models.bert_multiple_choice",
@@ -25,6 +27,7 @@ _PUBLIC = {
     "BertPreprocessor": "keras_bert_app.preprocessing.bert_preprocessor",
     "pretraining_dataset": "keras_bert_app.data.pretraining_records",
     "dynamic_pretraining_dataset": "keras_bert_app.data.dynamic_pretraining",
+    "electra_masking": "keras_bert_app.data.electra_masking",
     "create_optimizer": "keras_bert_app.training.optimizer",
     "create_distribution": "keras_bert_app.training.distribution",
     # stage functions: typed keyword arguments, return their result, raise keras_bert_app.errors

@@ -24,9 +24,17 @@ def _run(tmp_path, *extra):
     return status, output
 
 
-def test_smoke_run_writes_rows_with_positive_rates_and_ratios_from_the_rows(tmp_path, capsys):
+def _count_fused_attention_calls(monkeypatch):
+    calls = []
+    original = keras.ops.dot_product_attention
+    monkeypatch.setattr(keras.ops, "dot_product_attention", lambda *a, **k: calls.append(1) or original(*a, **k))
+    return calls
+
+
+def test_smoke_run_writes_rows_with_positive_rates_and_ratios_from_the_rows(tmp_path, capsys, monkeypatch):
     pytest.importorskip("transformers")
     pytest.importorskip("torch")
+    calls = _count_fused_attention_calls(monkeypatch)
     status, output = _run(tmp_path)
     printed = capsys.readouterr().out
     assert status == 0, printed
@@ -60,6 +68,7 @@ def test_smoke_run_writes_rows_with_positive_rates_and_ratios_from_the_rows(tmp_
 
     settings = report["settings"]
     assert settings["jit"] is False and settings["mixed_precision"] is False
+    assert settings["fused_attention"] is False and calls == []  # without --fused-attention: our own attention
     assert settings["steps"] == 1 and settings["backends"] == [keras.config.backend()]
     assert report["machine"]["usable_cpus"] >= 1
     assert any("keras-hub skipped" in note for note in report["notes"])
@@ -105,13 +114,8 @@ def test_bad_arguments_fail_with_a_clear_message(tmp_path, capsys, extra, messag
 
 
 def test_fused_attention_option_reaches_our_encoder(tmp_path, capsys, monkeypatch):
-    """`--fused-attention`: our forward pass goes through keras.ops.dot_product_attention."""
-    calls = []
-    original = keras.ops.dot_product_attention
-    monkeypatch.setattr(keras.ops, "dot_product_attention", lambda *a, **k: calls.append(1) or original(*a, **k))
-    status, output = _run(tmp_path, "--skip-hf")
-    assert status == 0, capsys.readouterr().out
-    assert calls == [] and json.loads(output.read_text())["settings"]["fused_attention"] is False
+    """`--fused-attention`: our forward pass goes through keras.ops.dot_product_attention (off: the smoke run)."""
+    calls = _count_fused_attention_calls(monkeypatch)
     status, output = _run(tmp_path, "--skip-hf", "--fused-attention")
     assert status == 0, capsys.readouterr().out
     assert len(calls) >= presets.read_config("bert_tiny_uncased")["encoder"]["num_layers"]

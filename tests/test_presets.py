@@ -15,6 +15,9 @@ EXPECTED = {
     "bert_base_cased": (12, 768, 12, 28996),
     "bert_large_cased": (24, 1024, 16, 28996),
     "bert_base_chinese": (12, 768, 12, 21128),
+    "electra_small": (12, 256, 4, 30522),  # ELECTRA discriminators (tests/convert/test_electra_presets.py)
+    "electra_base": (12, 768, 12, 30522),
+    "electra_large": (24, 1024, 16, 30522),
 }
 # md5 of the standard vocabularies (../shared/data/README.md; keras-nlp's preset list)
 VOCAB_MD5 = {

@@ -1,6 +1,7 @@
 """`keras-bert-app convert`: Google, HF or keras-hub checkpoints to and from our presets (`kba.convert_checkpoint`).
 
 In:  keras-bert-app convert --from {google,huggingface,keras-hub} SRC --output PRESET_DIR
+     [--generator HF_GENERATOR_DIR]   (an HF ELECTRA discriminator + its generator: the pair's preset)
 Out: keras-bert-app convert --to {huggingface,keras-hub} PRESET --output DIR
 """
 
@@ -29,13 +30,18 @@ def add_arguments(parser):
         "our preset name or folder with --to",
     )
     parser.add_argument("--output", required=True, help="folder to write")
+    parser.add_argument(
+        "--generator",
+        metavar="DIR",
+        help="with --from huggingface and an ELECTRA discriminator as SRC: its generator's folder "
+        "(ElectraForMaskedLM); the pair becomes an ElectraPretrainer preset (generator in OUTPUT/generator)",
+    )
     parser.add_argument("--overwrite", action="store_true", help="allow a non-empty --output folder")
 
 
 def run(args):
     from keras_bert_app import presets
-    from keras_bert_app.convert.checkpoint import convert_checkpoint
-    from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE
+    from keras_bert_app.convert.checkpoint import GENERATOR_FOLDER, HEAD_FILES, convert_checkpoint
 
     if args.source_format:
         print(f"Converting {args.source_format.replace('-', '_')} checkpoint {args.source} ...")
@@ -47,15 +53,18 @@ def run(args):
         source_format=args.source_format,
         target_format=args.target_format,
         overwrite=args.overwrite,
+        generator=args.generator,
     )
     if args.target_format:
         print(f"Wrote {args.target_format.replace('-', '_')} checkpoint {folder}.")
         return 0
     config = presets.read_config(folder)["encoder"]
-    heads = (folder / HEAD_WEIGHTS_FILE).is_file()
+    heads = any((folder / name).is_file() for name in HEAD_FILES)
+    embedding = f", embeddings {config['embedding_dim']}" if config.get("embedding_dim") else ""
     print(
         f"Wrote preset {folder}: {config['num_layers']} layers, hidden "
-        f"{config['hidden_dim']}, vocabulary {config['vocabulary_size']}"
-        + (", with pretraining heads." if heads else " (encoder only).")
+        f"{config['hidden_dim']}{embedding}, vocabulary {config['vocabulary_size']}"
+        + (", with pretraining heads" if heads else " (encoder only)")
+        + (f"; generator in {folder / GENERATOR_FOLDER}." if (folder / GENERATOR_FOLDER).is_dir() else ".")
     )
     return 0

@@ -42,6 +42,7 @@ def run(args):
         jit_compile=not args.no_jit_compile,
         verbose=2,
         log=print,
+        layerwise_lr_decay=args.layerwise_lr_decay,
         **{name: value for name, value in options.items() if value is not None},
     )
     return 0
@@ -74,6 +75,11 @@ def _add_common_arguments(parser, defaults):
     parser.add_argument(
         "--learning-rate", type=float,
         help=f"peak AdamW learning rate, 10%% warmup then linear decay (default {defaults['learning_rate']})",
+    )
+    parser.add_argument(
+        "--layerwise-lr-decay", type=float, default=None, metavar="DECAY",
+        help="layer-wise learning-rate decay, as ELECTRA fine-tunes (e.g. 0.8): layer l of L learns at "
+        "lr*DECAY^(L-l), the embeddings at lr*DECAY^(L+1), the head at lr (default: off)",
     )
     parser.add_argument(
         "--sequence-length", type=int,

@@ -1,7 +1,9 @@
-"""`keras-bert-app pretrain`: masked LM + NSP pretraining that resumes after a kill (`kba.pretrain`).
+"""`keras-bert-app pretrain`: masked LM + NSP or ELECTRA pretraining that resumes after a kill (`kba.pretrain`).
 
     keras-bert-app pretrain --preset bert_mini_uncased --data 'data/*.tfrecord' --output runs/mini \\
         --batch-size 32 --steps 10000 --learning-rate 1e-4 --warmup-steps 100
+    keras-bert-app pretrain --objective electra --preset bert_tiny_uncased --corpus wiki.txt \\
+        --output runs/electra --steps 10000
 
 Rerunning the same command after a kill continues from the last checkpoint.
 """
@@ -15,7 +17,17 @@ def add_arguments(parser):
     parser.add_argument("--output", required=True, help="run folder (created; reused to resume)")
     parser.add_argument("--batch-size", type=int, default=32, help="global batch size (all replicas)")
     parser.add_argument("--steps", type=int, required=True, help="optimizer steps of the whole run")
-    parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument(
+        "--objective", choices=("mlm_nsp", "electra"), default="mlm_nsp",
+        help="mlm_nsp: BERT's masked LM + next sentence prediction; electra: replaced-token detection "
+        "(a small generator fills the masked positions; the preset is the discriminator, with preset/generator/)",
+    )
+    parser.add_argument(
+        "--generator-size", type=float, default=None,
+        help="electra: generator width, heads and feed-forward as a fraction of the encoder's (default 0.25)",
+    )
+    parser.add_argument("--rtd-weight", type=float, default=None, help="electra: weight of the replaced-token loss (default 50)")
+    parser.add_argument("--learning-rate", type=float, default=None, help="peak rate (default 1e-4; electra 5e-4)")
     parser.add_argument("--warmup-steps", type=int, default=None, help="default: 1%% of --steps, at most 10,000")
     parser.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
     parser.add_argument("--weight-decay", type=float, default=0.01)
@@ -72,5 +84,8 @@ def run(args):
         peak_tflops=args.peak_tflops,
         verbose=args.verbose,
         log=print,
+        objective=args.objective,
+        generator_size=args.generator_size,
+        rtd_weight=args.rtd_weight,
     )
     return 0

@@ -1,24 +1,41 @@
 """`convert_checkpoint`: foreign checkpoints to our preset folders, and our presets back out.
 
-In:  Hugging Face (`BertModel` / `BertForPreTraining`), keras-hub
-     (`BertBackbone`) or an original Google release -> our preset folder
-     (`config.json`, `vocab.txt`, `model.weights.h5`, and
-     `pretrainer.weights.h5` when the checkpoint has pretraining heads).
+In:  Hugging Face (`BertModel` / `BertForPreTraining`; `ElectraModel`,
+     `ElectraForPreTraining`, `ElectraForMaskedLM`), keras-hub
+     (`BertBackbone`, `ElectraBackbone`) or an original Google release (BERT
+     or ELECTRA) -> our preset folder (`config.json`, `vocab.txt`,
+     `model.weights.h5`, and the heads' weights when the checkpoint has
+     them). An ELECTRA pair (an original release, or an HF discriminator
+     with `generator=` its generator folder) gives the discriminator's
+     preset with the generator's in `generator/` inside it.
 Out: one of our presets (name or folder) -> an HF folder (with the
-     pretraining heads when the preset has them) or a keras-hub preset.
+     pretraining heads when the preset has them) or a keras-hub preset;
+     ELECTRA presets (`"architecture": "electra"` in `config.json`, an
+     ELECTRA run's preset, or an encoder with `embedding_dim`) as ELECTRA.
 
 This stage builds our models (layer 3); the format readers and writers it
-uses (`detect`, `huggingface`, `keras_hub`, `google`) never do.
+uses (`detect`, `huggingface`, `keras_hub`, `google` and their `*_electra`
+siblings) never do.
 """
 
 import pathlib
 import shutil
+import warnings
 
 from keras_bert_app import errors, presets
-from keras_bert_app.convert import detect, resolve
+from keras_bert_app.convert import detect, resolve, weight_map
 
 SOURCE_FORMATS = ("huggingface", "keras_hub", "google")
 TARGET_FORMATS = ("huggingface", "keras_hub")
+ELECTRA = "electra"  # the `architecture` entry of an ELECTRA preset's config.json
+GENERATOR_FOLDER = "generator"  # an ELECTRA pair: the generator's preset inside the discriminator's
+ELECTRA_PRETRAINER_ENTRY = "electra_pretrainer"  # the config entry of `ElectraPretrainer.save_to_preset`
+# The heads' weights files of BertPretrainer, ElectraDiscriminator and ElectraPretrainer (a new
+# conversion with --overwrite removes an earlier one's).
+HEAD_FILES = ("pretrainer.weights.h5", "discriminator.weights.h5", "electra_pretrainer.weights.h5")
+# A `BertEncoder`'s architecture arguments (its config without name, dtype and execution choices).
+ENCODER_KEYS = (*presets.REQUIRED_ENCODER_KEYS, "dropout", "max_sequence_length", "num_segments", "activation",
+                "layer_norm_epsilon", "initializer_range", "embedding_dim")
 
 
 def convert_checkpoint(
@@ -27,6 +44,7 @@ def convert_checkpoint(
     source_format: str | None = None,
     target_format: str | None = None,
     overwrite: bool = False,
+    generator: str | pathlib.Path | None = None,
 ) -> pathlib.Path:
     """Convert a checkpoint into our preset format, or one of our presets into another format.
 
@@ -45,6 +63,11 @@ def convert_checkpoint(
         target_format: "huggingface" or "keras_hub" (or "keras-hub"), or
             None to write our preset format.
         overwrite: bool. Write into a non-empty `output`.
+        generator: str or path or None. With an HF ELECTRA discriminator as
+            `source`: its generator's folder (`ElectraForMaskedLM`), written
+            to `output/generator/` (the pair shares its embedding tables, so
+            their sizes must agree). An original ELECTRA release brings its
+            generator without it.
 
     Returns:
         pathlib.Path of the folder written.
@@ -56,7 +79,9 @@ def convert_checkpoint(
         keras_bert_app.errors.OutputExistsError: `output` is not empty and
             `overwrite` is False.
         keras_bert_app.convert.weight_map.ConversionError: weights that do
-            not fit the config (a `DataError`), named with their shapes.
+            not fit the config (a `DataError`), named with their shapes; an
+            unknown architecture, or an ELECTRA pair whose embedding sizes
+            disagree, named with the file and field.
     """
     output = errors.check_path("output", output)
     errors.check_type("overwrite", overwrite, bool)
@@ -70,73 +95,273 @@ def convert_checkpoint(
         raise errors.OutputExistsError(f"{output} is not empty; pass --overwrite (overwrite=True) to write into it.")
     if target_format is not None:
         errors.check_type("source", source, (str, pathlib.PurePath), "a preset name or folder (str or path)")
+        if generator is not None:
+            raise errors.ArgumentError(
+                "generator", "generator is for reading a checkpoint (source_format), not for writing one."
+            )
         return export_preset(source, output, target_format)
     source = errors.check_path("source", source)
     if not source.exists():
         raise errors.MissingFileError("source", f"source: {source}: no such checkpoint folder or file.")
-    folder, _ = import_checkpoint(source, output, source_format)
+    if output.exists() and output.resolve() == (source.parent if source.is_file() else source).resolve():
+        raise errors.ArgumentError(
+            "output", f"output {output} is the checkpoint's own folder; write to another folder."
+        )
+    folder, _ = import_checkpoint(source, output, source_format, generator)
     return folder
 
 
-def import_checkpoint(source, output, source_format=None):
+def import_checkpoint(source, output, source_format=None, generator=None):
     """A foreign checkpoint folder (or HF weights file) as our preset folder.
 
-    Every weight is read once, into a `BertPretrainer` (whose heads stay
-    unused when the checkpoint has none).
+    Every weight is read once: a BERT checkpoint into a `BertPretrainer`
+    (whose heads stay unused when the checkpoint has none), an ELECTRA one
+    as `_import_electra` says.
 
     Returns:
         (output folder, bool: the pretraining heads were converted).
     """
     from keras_bert_app.models.bert_encoder import BertEncoder
-    from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
+    from keras_bert_app.models.bert_pretrainer import BertPretrainer
 
     source = pathlib.Path(source).expanduser()
     output = pathlib.Path(output).expanduser()
     source_format = detect.format_name(source.parent if source.is_file() else source, source_format)
     config = detect.read_config(source, source_format)
+    vocabulary = _vocabulary(source, config)
+    output.mkdir(parents=True, exist_ok=True)
+    _clear(output)
+    if config.get("architecture") == ELECTRA:
+        heads = _import_electra(source, output, source_format, config, generator)
+    else:
+        if generator is not None:
+            raise errors.ArgumentError(
+                "generator", f"generator is for ELECTRA checkpoints; {source} is a BERT checkpoint."
+            )
+        pretrainer = BertPretrainer(BertEncoder(**config["encoder"]))
+        heads = detect.load_weights(pretrainer, source, source_format)
+        _save(pretrainer, output, heads)
+    _write_preset_files(output, vocabulary, config)
+    return output, heads
+
+
+def _import_electra(source, output, source_format, config, generator):
+    """An ELECTRA checkpoint (and its generator) as our preset folder.
+
+    A generator checkpoint (HF `ElectraForMaskedLM`) becomes a masked-LM
+    pretrainer preset (`BertPretrainer` without NSP); anything else the
+    discriminator (`ElectraDiscriminator`: the encoder and, when the
+    checkpoint has it, its replaced-token head in `discriminator.weights.h5`).
+    A pair (an original release, or an HF discriminator with `generator`)
+    becomes an `ElectraPretrainer` preset as `pretrain --objective electra`
+    writes it: the discriminator, `electra_pretrainer.weights.h5` and
+    `generator/`, so pretraining can go on from it.
+
+    Returns:
+        bool. True when the checkpoint's head was converted.
+    """
+    from keras_bert_app.convert import google_electra, huggingface_electra
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app.models.bert_pretrainer import BertPretrainer
+    from keras_bert_app.models.electra_discriminator import ElectraDiscriminator
+
+    module = detect.architecture_module(source, source_format)
+    if config.get("checkpoint_architecture") == huggingface_electra.GENERATOR_ARCHITECTURE:
+        if generator is not None:
+            raise errors.ArgumentError(
+                "generator", f"{source} is itself a generator (ElectraForMaskedLM); give the discriminator as source."
+            )
+        model = BertPretrainer(BertEncoder(**config["encoder"]), next_sentence_prediction=False)
+        heads = module.load_weights(model, source)
+        _save(model, output, heads)
+        return heads
+    discriminator = ElectraDiscriminator(BertEncoder(**config["encoder"]))
+    heads = module.load_weights(discriminator, source)
+    if module is google_electra and config.get("generator"):
+        if generator is not None:
+            raise errors.ArgumentError("generator", f"{source} holds its generator already; generator is for HF pairs.")
+        generator_source = source
+        generator_preset = {**config, "description": config["description"].replace("(discriminator)", "(generator)")}
+        masked_lm = BertPretrainer(BertEncoder(**config["generator"]), next_sentence_prediction=False)
+        google_electra.load_generator_weights(masked_lm, source)
+    elif generator is not None:
+        generator_source = errors.check_path("generator", generator)
+        if not generator_source.exists():
+            raise errors.MissingFileError("generator", f"generator: {generator_source}: no such checkpoint folder.")
+        generator_preset = detect.read_config(generator_source, "huggingface")
+        _check_pair(config, generator_preset, generator_source)
+        masked_lm = BertPretrainer(BertEncoder(**generator_preset["encoder"]), next_sentence_prediction=False)
+        huggingface_electra.load_weights(masked_lm, generator_source)
+    else:
+        _save(discriminator, output, heads)
+        return heads
+    _save_pair(discriminator, masked_lm, output)
+    _write_preset_files(output / GENERATOR_FOLDER, _vocabulary(generator_source, generator_preset), generator_preset)
+    return heads
+
+
+def _save_pair(discriminator, masked_lm, output):
+    """Write an `ElectraPretrainer` preset from a converted discriminator and generator.
+
+    The pair shares the discriminator's embedding tables; a generator
+    checkpoint with tables of other values (HF folders keep a copy each)
+    warns, as those values are dropped.
+    """
+    import keras
+    import numpy as np
+
+    from keras_bert_app.models.electra_pretrainer import ElectraPretrainer
+
+    shared = discriminator.encoder.embeddings.weights
+    copies = masked_lm.encoder.embeddings.weights
+    if any(not np.allclose(keras.ops.convert_to_numpy(a), keras.ops.convert_to_numpy(b), atol=1e-6)
+           for a, b in zip(shared, copies)):
+        warnings.warn(
+            "The generator's embedding tables differ from the discriminator's; the pair shares the "
+            "discriminator's (ELECTRA trains one set), so the generator's copy is not kept.",
+            stacklevel=4,
+        )
+    generator_config = {key: value for key, value in masked_lm.encoder.get_config().items() if key in ENCODER_KEYS}
+    pretrainer = ElectraPretrainer(discriminator.encoder, generator=generator_config)
+    skipped = {id(variable) for variable in shared}
+    pairs = ((pretrainer.generator, masked_lm.encoder), (pretrainer.generator_head, masked_lm.masked_lm_head))
+    for ours, converted in pairs:
+        for target, value in zip(ours.weights, converted.weights):
+            if id(target) not in skipped:
+                target.assign(value)
+    pretrainer.discriminator_head.set_weights(discriminator.discriminator_head.get_weights())
+    pretrainer.save_to_preset(output)
+    discriminator.save_to_preset(output)  # discriminator.weights.h5: ElectraDiscriminator.from_preset
+
+
+def _check_pair(discriminator, generator, generator_path):
+    """A generator that can share the discriminator's embeddings; `DataError` naming the field otherwise."""
+    from keras_bert_app.convert import huggingface, huggingface_electra
+
+    path = (generator_path.parent if generator_path.is_file() else generator_path) / huggingface.CONFIG_FILE
+    if generator.get("checkpoint_architecture") != huggingface_electra.GENERATOR_ARCHITECTURE:
+        raise weight_map.ConversionError(
+            f"{path}: field 'architectures' is [{generator.get('checkpoint_architecture')!r}]; expected "
+            f"[{huggingface_electra.GENERATOR_ARCHITECTURE!r}] for the generator of an ELECTRA pair."
+        )
+    fields = {
+        "embedding_size": ("embedding_dim", "hidden_dim"),
+        "vocab_size": ("vocabulary_size", None),
+        "max_position_embeddings": ("max_sequence_length", None),
+        "type_vocab_size": ("num_segments", None),
+    }
+    for field, (key, fallback) in fields.items():
+        ours, theirs = discriminator["encoder"], generator["encoder"]
+        got = theirs.get(key, theirs.get(fallback))
+        expected = ours.get(key, ours.get(fallback))
+        if got != expected:
+            raise weight_map.ConversionError(
+                f"{path}: field {field!r} is {got}; expected {expected}, the discriminator's: "
+                "generator and discriminator share their embedding tables."
+            )
+
+
+def _save(model, output, heads):
+    """Write the encoder preset, and the heads' weights when they were converted."""
+    output.mkdir(parents=True, exist_ok=True)
+    if heads:
+        model.save_to_preset(output)
+    else:
+        model.encoder.save_to_preset(output)
+
+
+def _clear(output):
+    """Remove what an earlier conversion into `output` wrote (with --overwrite), and nothing else."""
+    for name in (presets.CONFIG_FILE, presets.ENCODER_WEIGHTS_FILE, presets.VOCABULARY_FILE, *HEAD_FILES):
+        (output / name).unlink(missing_ok=True)
+    if (output / GENERATOR_FOLDER / presets.CONFIG_FILE).is_file():
+        shutil.rmtree(output / GENERATOR_FOLDER)
+
+
+def _vocabulary(source, config):
     folder = source.parent if source.is_file() else source
     vocabulary = folder / config["tokenizer"]["vocabulary"]
     if not vocabulary.is_file():
         raise errors.MissingFileError(
             "source", f"{source}: no vocabulary file {config['tokenizer']['vocabulary']!r}."
         )
-    pretrainer = BertPretrainer(BertEncoder(**config["encoder"]))
-    heads = detect.load_weights(pretrainer, source, source_format)
-    output.mkdir(parents=True, exist_ok=True)
-    if heads:
-        pretrainer.save_to_preset(output)
-    else:
-        pretrainer.encoder.save_to_preset(output)
-        (output / HEAD_WEIGHTS_FILE).unlink(missing_ok=True)  # an earlier conversion's, with --overwrite
+    return vocabulary
+
+
+def _write_preset_files(output, vocabulary, config):
+    """`vocab.txt` and the `config.json` entries besides the encoder (name, description, tokenizer, architecture)."""
     shutil.copyfile(vocabulary, output / presets.VOCABULARY_FILE)
     for key in ("name", "description"):
         presets.write_config_entry(output, key, config[key])
     presets.write_config_entry(output, "tokenizer", {**config["tokenizer"], "vocabulary": presets.VOCABULARY_FILE})
-    return output, heads
+    if config.get("architecture"):
+        presets.write_config_entry(output, "architecture", config["architecture"])
 
 
 def export_preset(preset, output, target_format):
     """Write one of our presets (name or folder) as an HF folder or a keras-hub preset.
 
-    The pretraining heads go to HF too when the preset has
-    `pretrainer.weights.h5`; keras-hub gets the encoder (a BertBackbone).
+    The pretraining heads go to HF too when the preset has them
+    (`pretrainer.weights.h5`; for ELECTRA, the discriminator's head or the
+    generator's masked-LM head); keras-hub gets the encoder (a BertBackbone,
+    or an ElectraBackbone for ELECTRA).
 
     Returns:
         pathlib.Path of the folder written.
     """
-    from keras_bert_app.convert import huggingface, keras_hub
+    from keras_bert_app.convert import huggingface, huggingface_electra, keras_hub, keras_hub_electra
     from keras_bert_app.models.bert_encoder import BertEncoder
     from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
+    from keras_bert_app.models.electra_discriminator import ElectraDiscriminator
 
-    writers = {"huggingface": huggingface, "keras_hub": keras_hub}
     target_format = _format_argument("target_format", target_format, TARGET_FORMATS)
     resolved = resolve.resolve_preset(preset)
-    if target_format == "huggingface" and (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
+    electra = is_electra(resolved.config)
+    writers = {"huggingface": huggingface_electra if electra else huggingface,
+               "keras_hub": keras_hub_electra if electra else keras_hub}
+    if target_format == "huggingface" and electra and _has_discriminator_head(resolved.folder):
+        model = ElectraDiscriminator.from_preset(preset)
+    elif target_format == "huggingface" and electra and ELECTRA_PRETRAINER_ENTRY in resolved.config:
+        model = _discriminator_of_run(preset)
+    elif target_format == "huggingface" and (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
         model = BertPretrainer.from_preset(preset)
     else:
         model = BertEncoder.from_preset(preset)
     lowercase = resolved.config.get("tokenizer", {}).get("lowercase", True)
     return pathlib.Path(writers[target_format].save(model, output, resolved.vocabulary_path, lowercase))
+
+
+def _discriminator_of_run(preset):
+    """The discriminator (encoder and replaced-token head) of a `pretrain --objective electra` preset."""
+    from keras_bert_app.models.electra_discriminator import ElectraDiscriminator
+    from keras_bert_app.models.electra_pretrainer import ElectraPretrainer
+
+    pretrainer = ElectraPretrainer.from_preset(preset)
+    discriminator = ElectraDiscriminator(pretrainer.encoder)
+    discriminator.discriminator_head.set_weights(pretrainer.discriminator_head.get_weights())
+    return discriminator
+
+
+def _has_discriminator_head(folder):
+    """A converted discriminator's head (`discriminator.weights.h5`)."""
+    from keras_bert_app.models.electra_discriminator import HEAD_WEIGHTS_FILE
+
+    return (folder / HEAD_WEIGHTS_FILE).is_file()
+
+
+def is_electra(config):
+    """True for an ELECTRA preset config, written in ELECTRA's formats.
+
+    Marked so by its conversion (`"architecture": "electra"`), an ELECTRA
+    run's preset (its `electra_pretrainer` entry), or an encoder with an
+    `embedding_dim` (factorized embeddings, which BERT's formats cannot
+    hold; an ELECTRA run's generator records it even when E = H).
+    """
+    return (
+        config.get("architecture") == ELECTRA
+        or ELECTRA_PRETRAINER_ENTRY in config
+        or config.get("encoder", {}).get("embedding_dim") is not None
+    )
 
 
 def _format_argument(argument, value, choices):

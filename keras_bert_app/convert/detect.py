@@ -2,20 +2,40 @@
 
 Formats: "huggingface" (`config.json` with `model_type` + `model.safetensors`),
 "keras_hub" (`config.json` of a serialized keras-hub model +
-`model.weights.h5`) and "google" (`bert_config.json` + `bert_model.ckpt.*`).
+`model.weights.h5`) and "google" (`bert_config.json` + `bert_model.ckpt.*`,
+or an ELECTRA release: `vocab.txt` + a TF checkpoint of `electra/...`
+variables). Within a format, the architecture (BERT or ELECTRA) picks the
+module that reads it: `huggingface` or `huggingface_electra`, `keras_hub` or
+`keras_hub_electra`, `google` or `google_electra`.
 Our own preset folders (a `config.json` with an "encoder" entry) are not
 foreign. Writing our presets from these (and back) is the stage
 `convert.checkpoint.convert_checkpoint`. Nothing here imports TensorFlow at
-module level, nor the models: the model to fill is given.
+module level, nor the models: the model to fill is given. (Recognising an
+ELECTRA release reads its TF checkpoint's variable names, so a folder with
+a `*.index` file and no `config.json` imports TensorFlow to be detected.)
 """
 
 import json
 import pathlib
 
 from keras_bert_app import errors, presets
-from keras_bert_app.convert import google, huggingface, keras_hub, weight_map
+from keras_bert_app.convert import (
+    google,
+    google_electra,
+    huggingface,
+    huggingface_electra,
+    keras_hub,
+    keras_hub_electra,
+    weight_map,
+)
 
 FORMATS = {"huggingface": huggingface, "keras_hub": keras_hub, "google": google}
+# (format, is_checkpoint(folder), module): ELECTRA's readers, tried before the BERT one of the format.
+ELECTRA_MODULES = (
+    ("huggingface", huggingface_electra.is_electra, huggingface_electra),
+    ("keras_hub", keras_hub_electra.is_preset, keras_hub_electra),
+    ("google", google_electra.is_checkpoint, google_electra),
+)
 # Spellings accepted on the command line.
 FORMAT_ALIASES = {"hf": "huggingface", "keras-hub": "keras_hub", "tf": "google"}
 
@@ -40,7 +60,7 @@ def detect_format(path):
         return "keras_hub"
     if huggingface.is_checkpoint(folder):
         return "huggingface"
-    if google.is_checkpoint(folder):
+    if google.is_checkpoint(folder) or google_electra.is_checkpoint(folder):
         return "google"
     return None
 
@@ -52,7 +72,7 @@ def read_config(path, source_format=None):
     """
     path = pathlib.Path(path).expanduser()
     folder = path.parent if path.is_file() else path  # an explicit weights file
-    module = _module(path, source_format)
+    module = architecture_module(path, source_format)
     config = module.read_config(folder)
     vocabulary = folder / config["tokenizer"]["vocabulary"]
     if vocabulary.is_file():
@@ -66,7 +86,7 @@ def load_weights(model, path, source_format=None):
     Returns:
         bool. True when the pretraining heads were loaded too.
     """
-    return _module(pathlib.Path(path).expanduser(), source_format).load_weights(model, path)
+    return architecture_module(pathlib.Path(path).expanduser(), source_format).load_weights(model, path)
 
 
 def load_foreign_preset(path):
@@ -97,8 +117,8 @@ def format_name(folder, source_format=None):
                 "source",
                 f"{folder}: not a recognised checkpoint folder; expected a Hugging Face "
                 "folder (config.json + model.safetensors), a keras-hub preset (config.json "
-                "+ model.weights.h5) or an original BERT release (bert_config.json + "
-                "bert_model.ckpt.index)."
+                "+ model.weights.h5), an original BERT release (bert_config.json + "
+                "bert_model.ckpt.index) or an original ELECTRA release (vocab.txt + a TF checkpoint)."
             )
         return detected
     name = FORMAT_ALIASES.get(source_format, source_format)
@@ -109,5 +129,13 @@ def format_name(folder, source_format=None):
     return name
 
 
-def _module(folder, source_format):
-    return FORMATS[format_name(folder, source_format)]
+def architecture_module(path, source_format=None):
+    """The module that reads this checkpoint: the format's ELECTRA reader for ELECTRA, else its BERT one."""
+    path = pathlib.Path(path).expanduser()
+    name = format_name(path, source_format)
+    folder = path.parent if path.is_file() else path
+    for format_, is_checkpoint, module in ELECTRA_MODULES:
+        if format_ == name and is_checkpoint(folder):
+            return module
+    return FORMATS[name]
+

@@ -142,6 +142,9 @@ def _check_architecture(config, expected, handle):
     keys = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim")
     got = {key: config["encoder"][key] for key in keys}
     wanted = {key: expected[key] for key in keys}
+    # The embedding width: E when factorized (ELECTRA-Small), else H (absent or given as H).
+    got["embedding_dim"] = config["encoder"].get("embedding_dim") or got["hidden_dim"]
+    wanted["embedding_dim"] = expected.get("embedding_dim") or wanted["hidden_dim"]
     if got != wanted:
         raise presets.PresetError(
             f"{handle}: checkpoint architecture {got} differs from the preset's {wanted}."

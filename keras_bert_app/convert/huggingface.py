@@ -56,9 +56,14 @@ def read_config(folder):
     model_type = config.get("model_type")
     if model_type != "bert":
         raise ConversionError(
-            f"{path}: model_type is {model_type!r}; this converter reads BERT "
-            "checkpoints (model_type 'bert'), not other architectures."
+            f"{path}: model_type is {model_type!r}; this converter reads BERT and ELECTRA "
+            "checkpoints (model_type 'bert' or 'electra'), not other architectures."
         )
+    return config_from_dict(path, config, folder)
+
+
+def config_from_dict(path, config, folder):
+    """Our preset config from a parsed BERT-style HF `config.json` (`path` is named in errors)."""
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise ConversionError(
             f"{path}: position_embedding_type {config['position_embedding_type']!r}; "

@@ -45,7 +45,7 @@ def read_config(folder):
     if class_name != BACKBONE_CLASS:
         raise ConversionError(
             f"{path}: class_name is {class_name!r}; this converter reads keras-hub "
-            f"{BACKBONE_CLASS} presets, not other architectures."
+            f"{BACKBONE_CLASS} and ElectraBackbone presets, not other architectures."
         )
     backbone = config["config"]
     lowercase = True

@@ -9,7 +9,9 @@ dropped, as the original does.
 The tokenized corpus is held in three flat NumPy arrays (token ids, sentence
 offsets, document offsets) so that sentences of a document are contiguous
 slices, worker processes can share it after a fork, and a chunk of
-consecutive sentences is one slice.
+consecutive sentences is one slice. With a word segmenter (Chinese), a
+fourth array flags the tokens where a word starts (see `segmentation`): the
+text is segmented once, here, and the flags follow the tokens.
 """
 
 import glob
@@ -17,6 +19,8 @@ import gzip
 import os
 
 import numpy as np
+
+from keras_bert_app.data.segmentation import segment_batch
 
 LINES_PER_BATCH = 8192
 
@@ -109,12 +113,22 @@ class TokenizedCorpus:
             sentence in `token_ids`, then the total.
         document_starts: int64 array `[num_documents + 1]`. Index of the
             first sentence of each document, then the number of sentences.
+        word_starts: optional bool array `[num_tokens]`. True where a word
+            starts (from a word segmenter; see `segmentation.segment_batch`).
+        segmentation: optional dict of counts from the segmenter (words,
+            multi-token words, segmented and fallback tokens).
     """
 
-    def __init__(self, token_ids, sentence_starts, document_starts):
+    def __init__(self, token_ids, sentence_starts, document_starts, word_starts=None, segmentation=None):
         self.token_ids = np.asarray(token_ids, dtype=np.int32)
         self.sentence_starts = np.asarray(sentence_starts, dtype=np.int64)
         self.document_starts = np.asarray(document_starts, dtype=np.int64)
+        self.word_starts = None if word_starts is None else np.asarray(word_starts, dtype=bool)
+        if self.word_starts is not None and self.word_starts.shape != self.token_ids.shape:
+            raise ValueError(
+                f"word_starts must have one flag per token ({self.token_ids.shape}); got {self.word_starts.shape}."
+            )
+        self.segmentation = segmentation
 
     @property
     def num_documents(self):
@@ -160,16 +174,33 @@ def _tokenize_lines(tokenizer, lines):
     return flat, ragged.row_lengths().numpy()
 
 
-def tokenize_corpus(files, tokenizer, progress=None):
+def _segmented_lines(tokenizer, segmenter, is_continuation, lines):
+    """Token ids and word-start flags of a batch of lines, and the segmenter's counts."""
+    import tensorflow as tf
+
+    ids, starts, ends = tokenizer.tokenize_with_offsets(tf.constant(lines))
+    flat = ids.flat_values.numpy().astype(np.int32)
+    lengths = ids.row_lengths().numpy()
+    word_starts, counts = segment_batch(
+        lines, flat, starts.flat_values.numpy(), ends.flat_values.numpy(), lengths, is_continuation, segmenter
+    )
+    return flat, lengths, word_starts, counts
+
+
+def tokenize_corpus(files, tokenizer, progress=None, segmenter=None):
     """Read corpus files and tokenize them in batches of lines.
 
     Args:
         files: list of str. Corpus files (see `expand_input_files`).
         tokenizer: a callable mapping a `tf.string` tensor `[batch]` to a
             `tf.RaggedTensor` of token ids `[batch, None]`, such as
-            `keras_bert_app.BertTokenizer`.
+            `keras_bert_app.BertTokenizer`. With `segmenter`, it must also
+            have `tokenize_with_offsets` and `get_vocabulary`.
         progress: optional callable, called with the number of lines read
             after each batch (for a progress bar).
+        segmenter: optional callable `str -> list of str` (see
+            `segmentation.resolve_segmenter`). When given, the CJK runs of
+            each line are cut into words and `word_starts` is filled.
 
     Returns:
         `TokenizedCorpus`. Lines that tokenize to nothing are skipped,
@@ -180,6 +211,15 @@ def tokenize_corpus(files, tokenizer, progress=None):
             line), or if the corpus holds no document.
     """
     token_chunks = []
+    word_start_chunks = []
+    segmentation = {}
+    if segmenter is not None:
+        if not callable(getattr(tokenizer, "tokenize_with_offsets", None)):
+            raise ValueError(
+                "A word segmenter needs a tokenizer with tokenize_with_offsets (such as "
+                f"keras_bert_app.BertTokenizer), to align words with tokens; got {type(tokenizer).__name__}."
+            )
+        is_continuation = np.array([token.startswith("##") for token in tokenizer.get_vocabulary()], dtype=bool)
     sentence_lengths = []
     document_sizes = []  # sentences per document, documents in order
     state = {"sentences_in_document": 0}
@@ -193,7 +233,13 @@ def tokenize_corpus(files, tokenizer, progress=None):
         # `boundaries_after[i]`: number of blank lines seen after lines[i].
         if not lines:
             return
-        flat, lengths = _tokenize_lines(tokenizer, lines)
+        if segmenter is None:
+            flat, lengths = _tokenize_lines(tokenizer, lines)
+        else:
+            flat, lengths, word_starts, counts = _segmented_lines(tokenizer, segmenter, is_continuation, lines)
+            word_start_chunks.append(word_starts)
+            for key, value in counts.items():
+                segmentation[key] = segmentation.get(key, 0) + value
         token_chunks.append(flat)
         for length, boundary in zip(lengths.tolist(), boundaries_after):
             if length:
@@ -235,4 +281,7 @@ def tokenize_corpus(files, tokenizer, progress=None):
     np.cumsum(sentence_lengths, out=sentence_starts[1:])
     document_starts = np.zeros(len(document_sizes) + 1, dtype=np.int64)
     np.cumsum(document_sizes, out=document_starts[1:])
-    return TokenizedCorpus(token_ids, sentence_starts, document_starts)
+    if segmenter is None:
+        return TokenizedCorpus(token_ids, sentence_starts, document_starts)
+    word_starts = np.concatenate(word_start_chunks) if word_start_chunks else np.zeros(0, bool)
+    return TokenizedCorpus(token_ids, sentence_starts, document_starts, word_starts, segmentation)

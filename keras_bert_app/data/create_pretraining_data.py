@@ -9,6 +9,10 @@ generator, so the output is byte-identical whatever the number of workers.
 
     keras-bert-app create-pretraining-data --input wiki/*.txt --output data/ \\
         --vocab vocab.txt --max-seq-length 128 --dupe-factor 10 --num-shards 8
+
+Chinese whole-word masking cuts the text into words with a segmenter first
+(`--whole-word-masking --segmenter jieba`, see `segmentation`); n-gram
+masking (`--masking ngram --max-ngram 3`) masks phrases of whole words.
 """
 
 import json
@@ -16,19 +20,22 @@ import multiprocessing
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from keras_bert_app import errors
 from keras_bert_app.data.corpus import expand_input_files
 from keras_bert_app.data.corpus import tokenize_corpus
+from keras_bert_app.data.masking import masking_scheme
 from keras_bert_app.data.pretraining_instances import InstanceMaker
 from keras_bert_app.data.pretraining_records import existing_records
 from keras_bert_app.data.pretraining_records import serialize_features
 from keras_bert_app.data.pretraining_records import shard_boundaries
 from keras_bert_app.data.pretraining_records import shard_name
 from keras_bert_app.data.pretraining_records import write_records_atomically
+from keras_bert_app.data.segmentation import resolve_segmenter
+from keras_bert_app.data.segmentation import summary_line
 
 if TYPE_CHECKING:
     from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
@@ -148,10 +155,15 @@ def create_pretraining_data(
     dupe_factor: int = 10,
     seed: int = 12345,
     whole_word_masking: bool = False,
+    masking: str = "token",
+    max_ngram: int = 3,
+    segmenter: "str | Callable[[str], list] | None" = None,
+    entity_masking: bool = False,
     num_shards: int = 1,
     workers: int = 1,
     overwrite: bool = False,
     progress: bool = True,
+    log: Callable[[str], None] | None = None,
 ) -> dict:
     """Write masked sentence-pair TFRecords from a corpus.
 
@@ -168,13 +180,25 @@ def create_pretraining_data(
         lowercase: bool. Lower-case and strip accents (uncased models); used
             when `tokenizer` is a vocabulary file.
         max_seq_length, max_predictions_per_seq, masked_lm_prob,
-        short_seq_prob, whole_word_masking, seed: see `InstanceMaker`.
+        short_seq_prob, whole_word_masking, seed, masking, max_ngram: see
+            `InstanceMaker`. `masking` is `token`, `whole_word` or `ngram`.
+        segmenter: `"jieba"`, a callable `str -> list of str`, or None. Cuts
+            the runs of CJK characters into words for whole-word and n-gram
+            masking (needs `whole_word_masking` or `masking="ngram"`); the
+            summary's `segmentation` counts the words and the tokens masked
+            on their own where words and tokens disagree
+            (`fallback_tokens`).
+        entity_masking: bool. With `segmenter="jieba"`: named entities
+            (jieba.posseg's person, place and organisation tags) are units,
+            consecutive entity words joined (ERNIE's entity-level masking).
         dupe_factor: int. Passes over the corpus, each with new masks.
         num_shards: int. Number of `*.tfrecord` files.
         workers: int. Worker processes for pairing, masking, serializing.
         overwrite: bool. Replace the shards of an earlier run in
             `output_dir` (otherwise refused).
         progress: bool. Show progress bars on stderr.
+        log: callable taking a str, or None. Receives the segmentation
+            summary line (when a segmenter is used).
 
     Returns:
         dict, the summary written to `pretraining_data.json`.
@@ -183,7 +207,8 @@ def create_pretraining_data(
         keras_bert_app.errors.MissingFileError: an input file or the
             vocabulary file does not exist (or a glob matches none).
         keras_bert_app.errors.ArgumentTypeError, ArgumentError: an argument of
-            the wrong type or out of range.
+            the wrong type or out of range; `segmenter="jieba"` without jieba
+            installed (the message says how to install it).
         keras_bert_app.errors.OutputExistsError: `output_dir` is a file or holds
             the shards of another run (without `overwrite`).
         keras_bert_app.errors.DataError: the corpus holds fewer than 2 documents.
@@ -191,6 +216,9 @@ def create_pretraining_data(
     """
     _check_settings(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor, seed,
                     whole_word_masking, num_shards, workers, overwrite, progress, lowercase)
+    scheme = masking_scheme(masking, max_ngram, whole_word_masking, segmenter)
+    errors.check_type("entity_masking", entity_masking, bool)
+    segment = resolve_segmenter(segmenter, entities=entity_masking)
     tokenizer = _tokenizer(tokenizer, lowercase)
     output_dir = os.fspath(errors.check_path("output_dir", output_dir))
     files = _input_files(input_files)
@@ -201,12 +229,16 @@ def create_pretraining_data(
         max_predictions_per_seq=max_predictions_per_seq,
         masked_lm_prob=masked_lm_prob,
         short_seq_prob=short_seq_prob,
-        whole_word_masking=whole_word_masking,
         seed=seed,
+        masking=scheme,
+        max_ngram=max_ngram,
     )
     start_time = time.perf_counter()
-    with _progress_bar(None, "lines", "tokenizing", progress) as bar:
-        corpus = tokenize_corpus(files, tokenizer, progress=bar.update)
+    description = "tokenizing" if segment is None else "tokenizing+segmenting"
+    with _progress_bar(None, "lines", description, progress) as bar:
+        corpus = tokenize_corpus(files, tokenizer, progress=bar.update, segmenter=segment)
+    if corpus.segmentation is not None and log is not None:
+        log(summary_line(corpus.segmentation))
     if corpus.num_documents < 2:
         raise errors.DataError(
             f"The corpus {files} holds 1 document: next-sentence prediction "
@@ -269,9 +301,20 @@ def create_pretraining_data(
         "dupe_factor": dupe_factor,
         "seed": seed,
         "whole_word_masking": whole_word_masking,
+        "masking": scheme,
+        "max_ngram": max_ngram if scheme == "ngram" else None,
+        "segmenter": _segmenter_name(segmenter),
+        "entity_masking": entity_masking,
+        "segmentation": corpus.segmentation,
     }
     summary_path = os.path.join(output_dir, SUMMARY_FILE)
     with open(summary_path + ".incomplete", "w") as stream:
         json.dump(summary, stream, indent=2)
     os.replace(summary_path + ".incomplete", summary_path)
     return summary
+
+
+def _segmenter_name(segmenter):
+    if segmenter is None or isinstance(segmenter, str):
+        return segmenter
+    return getattr(segmenter, "__name__", type(segmenter).__name__)

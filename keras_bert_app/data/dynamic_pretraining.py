@@ -6,15 +6,20 @@ does), from the same algorithm and code as the static TFRecords. The corpus
 is tokenized once, in batches, when the dataset is built; each pass over the
 dataset is the next epoch, with its own seeded draws, so runs are
 reproducible. The result is a `tf.data.Dataset`, which `model.fit` takes on
-every Keras backend.
+every Keras backend. With a word segmenter (Chinese whole-word or n-gram
+masking), the corpus is segmented once, with the tokenization, and the word
+boundaries are carried with the tokens: no epoch runs the segmenter again.
 """
 
 import numpy as np
 
 from keras_bert_app.data.corpus import expand_input_files
 from keras_bert_app.data.corpus import tokenize_corpus
+from keras_bert_app.data.masking import masking_scheme
 from keras_bert_app.data.pretraining_instances import InstanceMaker
 from keras_bert_app.data.pretraining_records import features_to_model_inputs
+from keras_bert_app.data.segmentation import resolve_segmenter
+from keras_bert_app.data.segmentation import summary_line
 
 
 def dynamic_pretraining_dataset(
@@ -29,6 +34,11 @@ def dynamic_pretraining_dataset(
     seed=12345,
     shuffle_buffer_size=10000,
     drop_remainder=False,
+    masking="token",
+    max_ngram=3,
+    segmenter=None,
+    entity_masking=False,
+    log=None,
 ):
     """A dataset of masked sentence-pair batches with fresh masks every epoch.
 
@@ -43,6 +53,14 @@ def dynamic_pretraining_dataset(
         shuffle_buffer_size: int. Instances in the shuffle buffer (documents
             are also visited in a new random order each epoch).
         drop_remainder: bool. Drop a last partial batch (needed on TPU).
+        masking, max_ngram: see `InstanceMaker` (`token`, `whole_word` or
+            `ngram`).
+        segmenter: `"jieba"`, a callable `str -> list of str`, or None: cut
+            CJK runs into words for whole-word and n-gram masking (once, when
+            the dataset is built).
+        entity_masking: bool. With `segmenter="jieba"`, named entities are
+            units (see `segmentation.jieba_entity_segmenter`).
+        log: optional callable taking a str: gets the segmentation summary.
 
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)` as
@@ -53,7 +71,11 @@ def dynamic_pretraining_dataset(
     """
     import tensorflow as tf
 
-    corpus = tokenize_corpus(expand_input_files(input_files), tokenizer)
+    scheme = masking_scheme(masking, max_ngram, whole_word_masking, segmenter)
+    segment = resolve_segmenter(segmenter, entities=entity_masking)
+    corpus = tokenize_corpus(expand_input_files(input_files), tokenizer, segmenter=segment)
+    if corpus.segmentation is not None and log is not None:
+        log(summary_line(corpus.segmentation))
     if corpus.num_documents < 2:
         raise ValueError(
             f"The corpus holds {corpus.num_documents} document: random next "
@@ -65,8 +87,9 @@ def dynamic_pretraining_dataset(
         max_predictions_per_seq=max_predictions_per_seq,
         masked_lm_prob=masked_lm_prob,
         short_seq_prob=short_seq_prob,
-        whole_word_masking=whole_word_masking,
         seed=seed,
+        masking=scheme,
+        max_ngram=max_ngram,
     )
     epochs_started = [0]
 

@@ -8,10 +8,13 @@ number of workers.
 
 import numpy as np
 
+from keras_bert_app.data.masking import MASKING_SCHEMES
 from keras_bert_app.data.masking import continuation_flags
 from keras_bert_app.data.masking import mask_batch
-from keras_bert_app.data.pretraining_pairs import create_pairs
+from keras_bert_app.data.masking import mask_units_batch
+from keras_bert_app.data.pretraining_pairs import create_pair_spans
 from keras_bert_app.data.pretraining_pairs import pack_pairs
+from keras_bert_app.data.pretraining_pairs import pack_span_values
 
 
 class InstanceMaker:
@@ -25,8 +28,16 @@ class InstanceMaker:
         masked_lm_prob: float. Fraction of tokens to mask.
         short_seq_prob: float. Probability of a short target length per
             document.
-        whole_word_masking: bool. Mask a word and its `##` pieces together.
+        whole_word_masking: bool. Mask a word's tokens together (the same
+            as `masking="whole_word"`).
         seed: int. Base seed.
+        masking: str. `token`, `whole_word` or `ngram` (n-grams of whole
+            words). Words are the corpus' segmenter words where it has them
+            (`TokenizedCorpus.word_starts`: Chinese), otherwise a token and
+            its `##` pieces. Whole words without a segmenter follow the
+            original script exactly (80/10/10 drawn per token); with a
+            segmenter, and for n-grams, the 80/10/10 is drawn per unit.
+        max_ngram: int. Longest n-gram in words, for `masking="ngram"`.
     """
 
     def __init__(
@@ -38,6 +49,8 @@ class InstanceMaker:
         short_seq_prob=0.1,
         whole_word_masking=False,
         seed=12345,
+        masking="token",
+        max_ngram=3,
     ):
         if max_seq_length < 5:
             raise ValueError(
@@ -53,6 +66,10 @@ class InstanceMaker:
                 f"max_predictions_per_seq must be at least 1, got "
                 f"{max_predictions_per_seq}."
             )
+        if masking not in MASKING_SCHEMES:
+            raise ValueError(f"masking must be one of {list(MASKING_SCHEMES)}, got {masking!r}.")
+        if max_ngram < 1:
+            raise ValueError(f"max_ngram must be at least 1, got {max_ngram}.")
         token_ids = {token: index for index, token in enumerate(vocabulary)}
         missing = [t for t in ("[CLS]", "[SEP]", "[MASK]") if t not in token_ids]
         if missing:
@@ -66,9 +83,9 @@ class InstanceMaker:
         self.masked_lm_prob = masked_lm_prob
         self.short_seq_prob = short_seq_prob
         self.seed = seed
-        self.is_continuation = (
-            continuation_flags(vocabulary) if whole_word_masking else None
-        )
+        self.masking = "whole_word" if whole_word_masking and masking == "token" else masking
+        self.max_ngram = max_ngram
+        self.is_continuation = continuation_flags(vocabulary)
 
     def document_rng(self, pass_index, document_index):
         """The generator of one document in one pass (dupe or epoch)."""
@@ -88,23 +105,14 @@ class InstanceMaker:
             whether the document drew a short target length.
         """
         rng = self.document_rng(pass_index, document_index)
-        pairs, is_short = create_pairs(
+        spans, is_short = create_pair_spans(
             corpus, document_index, rng, self.max_seq_length, self.short_seq_prob
         )
+        pairs = [(corpus.token_ids[a[0] : a[1]], corpus.token_ids[b[0] : b[1]], label) for a, b, label in spans]
         token_ids, segment_ids, num_tokens = pack_pairs(
             pairs, self.max_seq_length, self.cls_token_id, self.sep_token_id
         )
-        masked_token_ids, positions, labels, weights = mask_batch(
-            token_ids,
-            num_tokens,
-            rng,
-            (self.cls_token_id, self.sep_token_id),
-            self.mask_token_id,
-            self.vocabulary_size,
-            self.masked_lm_prob,
-            self.max_predictions_per_seq,
-            self.is_continuation,
-        )
+        masked_token_ids, positions, labels, weights = self._mask(corpus, spans, token_ids, num_tokens, rng)
         input_mask = np.arange(self.max_seq_length) < num_tokens[:, None]
         features = {
             "input_ids": masked_token_ids,
@@ -118,3 +126,20 @@ class InstanceMaker:
             ),
         }
         return features, is_short
+
+    def _mask(self, corpus, spans, token_ids, num_tokens, rng):
+        """`mask_batch` (token masking; `##` whole words as the original) or `mask_units_batch`."""
+        special_token_ids = (self.cls_token_id, self.sep_token_id)
+        settings = (self.mask_token_id, self.vocabulary_size, self.masked_lm_prob, self.max_predictions_per_seq)
+        segmented = corpus.word_starts is not None
+        if self.masking == "token" or (self.masking == "whole_word" and not segmented):
+            is_continuation = self.is_continuation if self.masking == "whole_word" else None
+            return mask_batch(token_ids, num_tokens, rng, special_token_ids, *settings, is_continuation)
+        if segmented:
+            word_starts = pack_span_values(corpus.word_starts, spans, self.max_seq_length)
+        else:
+            word_starts = ~self.is_continuation[token_ids]
+        max_ngram = self.max_ngram if self.masking == "ngram" else 1
+        return mask_units_batch(
+            token_ids, num_tokens, word_starts, rng, special_token_ids, *settings, max_ngram=max_ngram
+        )

@@ -20,6 +20,10 @@ keep the same one), and truncation draws how many of the removed tokens come
 from the front with one binomial draw rather than one coin per token (the
 same distribution). A corpus of one document cannot give random next
 sentences and is refused.
+
+Pairs are made as spans of the corpus' token array (`create_pair_spans`), so
+other per-token arrays (a segmenter's word starts) follow the tokens through
+pairing and truncation (`pack_span_values`).
 """
 
 import numpy as np
@@ -58,13 +62,14 @@ def truncated_lengths(length_a, length_b, max_num_tokens):
     return length_a - rest // 2, length_b - (rest + 1) // 2
 
 
-def _cut(tokens, new_length, rng):
-    """Remove `len(tokens) - new_length` tokens, each from the front or back."""
-    removed = len(tokens) - new_length
+def _cut(span, new_length, rng):
+    """Remove `end - start - new_length` tokens of a span, each from the front or back."""
+    start, end = span
+    removed = end - start - new_length
     if removed == 0:
-        return tokens
+        return span
     front = int(rng.binomial(removed, 0.5))
-    return tokens[front : front + new_length]
+    return start + front, start + front + new_length
 
 
 def _random_int(rng, high):
@@ -73,7 +78,7 @@ def _random_int(rng, high):
 
 
 def _random_next_segment(corpus, document_index, target_length, rng):
-    """Tokens of B from a random other document, from a random sentence on."""
+    """The span of B in a random other document, from a random sentence on."""
     other = _random_int(rng, corpus.num_documents - 1)
     if other >= document_index:
         other += 1
@@ -84,11 +89,24 @@ def _random_next_segment(corpus, document_index, target_length, rng):
     # document ends.
     last = int(np.searchsorted(starts, starts[0] + target_length, side="left"))
     last = min(max(last, 1), len(starts) - 1)
-    return corpus.token_ids[starts[0] : starts[last]]
+    return int(starts[0]), int(starts[last])
 
 
 def create_pairs(corpus, document_index, rng, max_seq_length, short_seq_prob):
-    """The sentence pairs of one document.
+    """The sentence pairs of one document, as token arrays.
+
+    `create_pair_spans` with the spans' tokens: a list of `(tokens_a,
+    tokens_b, label)` (int32 arrays `[length_a]`, `[length_b]`), and
+    `is_short`.
+    """
+    spans, is_short = create_pair_spans(corpus, document_index, rng, max_seq_length, short_seq_prob)
+    tokens = corpus.token_ids
+    pairs = [(tokens[a[0] : a[1]], tokens[b[0] : b[1]], label) for a, b, label in spans]
+    return pairs, is_short
+
+
+def create_pair_spans(corpus, document_index, rng, max_seq_length, short_seq_prob):
+    """The sentence pairs of one document, as spans of the corpus' tokens.
 
     Args:
         corpus: `TokenizedCorpus` with at least two documents.
@@ -98,10 +116,11 @@ def create_pairs(corpus, document_index, rng, max_seq_length, short_seq_prob):
         short_seq_prob: float. Probability of a short target length.
 
     Returns:
-        `(pairs, is_short)`: `pairs` is a list of `(tokens_a, tokens_b,
-        label)` with int32 token arrays `[length_a]`, `[length_b]` and label
-        `IS_NEXT` (0) or `RANDOM_NEXT` (1); `is_short` says whether the
-        document drew a short target length.
+        `(spans, is_short)`: `spans` is a list of `(span_a, span_b, label)`,
+        each span a `(start, end)` pair of offsets into `corpus.token_ids`,
+        label `IS_NEXT` (0) or `RANDOM_NEXT` (1); `is_short` says whether the
+        document drew a short target length. Spans let other per-token
+        arrays of the corpus (word starts) follow the tokens.
     """
     if corpus.num_documents < 2:
         raise ValueError(
@@ -114,12 +133,10 @@ def create_pairs(corpus, document_index, rng, max_seq_length, short_seq_prob):
         rng, max_num_tokens, short_seq_prob
     )
     first, end = corpus.document_sentence_range(document_index)
-    # Token offsets of the document's sentences, relative to the document.
-    base = int(corpus.sentence_starts[first])
-    offsets = (corpus.sentence_starts[first : end + 1] - base).tolist()
-    tokens = corpus.token_ids[base : base + offsets[-1]]
+    # Token offsets of the document's sentences.
+    offsets = corpus.sentence_starts[first : end + 1].tolist()
     num_sentences = end - first
-    pairs = []
+    spans = []
     chunk_start = 0  # first sentence of the current chunk
     sentence = 0
     while sentence < num_sentences:
@@ -129,30 +146,24 @@ def create_pairs(corpus, document_index, rng, max_seq_length, short_seq_prob):
             a_end = chunk_start + 1
             if num_chunk_sentences >= 2:
                 a_end += _random_int(rng, num_chunk_sentences - 1)
-            tokens_a = tokens[offsets[chunk_start] : offsets[a_end]]
+            span_a = offsets[chunk_start], offsets[a_end]
             if num_chunk_sentences == 1 or rng.random() < 0.5:
                 label = RANDOM_NEXT
-                tokens_b = _random_next_segment(
-                    corpus, document_index, target_length - len(tokens_a), rng
+                span_b = _random_next_segment(
+                    corpus, document_index, target_length - (span_a[1] - span_a[0]), rng
                 )
                 # The sentences of the chunk after A are put back.
                 sentence = a_end - 1
             else:
                 label = IS_NEXT
-                tokens_b = tokens[offsets[a_end] : offsets[sentence + 1]]
+                span_b = offsets[a_end], offsets[sentence + 1]
             length_a, length_b = truncated_lengths(
-                len(tokens_a), len(tokens_b), max_num_tokens
+                span_a[1] - span_a[0], span_b[1] - span_b[0], max_num_tokens
             )
-            pairs.append(
-                (
-                    _cut(tokens_a, length_a, rng),
-                    _cut(tokens_b, length_b, rng),
-                    label,
-                )
-            )
+            spans.append((_cut(span_a, length_a, rng), _cut(span_b, length_b, rng), label))
             chunk_start = sentence + 1
         sentence += 1
-    return pairs, is_short
+    return spans, is_short
 
 
 def pack_pairs(pairs, max_seq_length, cls_token_id, sep_token_id):
@@ -184,3 +195,24 @@ def pack_pairs(pairs, max_seq_length, cls_token_id, sep_token_id):
     token_ids[rows, [len(a) + 1 for a, _, _ in pairs]] = sep_token_id
     token_ids[rows, num_tokens - 1] = sep_token_id
     return token_ids, segment_ids, num_tokens
+
+
+def pack_span_values(values, spans, max_seq_length):
+    """Per-token values of the corpus, laid out as `pack_pairs` lays out tokens.
+
+    Args:
+        values: array `[num_corpus_tokens]`, e.g. `TokenizedCorpus.word_starts`.
+        spans: list of `(span_a, span_b, label)` from `create_pair_spans`.
+        max_seq_length: int. The padded length.
+
+    Returns:
+        array `[num_pairs, max_seq_length]` of `values.dtype`: the values of
+        A's tokens at `1 ..`, of B's after A's `[SEP]`, zero at `[CLS]`,
+        `[SEP]` and padding.
+    """
+    packed = np.zeros((len(spans), max_seq_length), dtype=values.dtype)
+    for row, ((a_start, a_end), (b_start, b_end), _) in enumerate(spans):
+        length_a = a_end - a_start
+        packed[row, 1 : 1 + length_a] = values[a_start:a_end]
+        packed[row, length_a + 2 : length_a + 2 + b_end - b_start] = values[b_start:b_end]
+    return packed

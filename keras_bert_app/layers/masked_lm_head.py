@@ -25,7 +25,9 @@ class MaskedLMHead(keras.layers.Layer):
         initializer_range: float. Stddev of the transform's truncated-normal init.
 
     Call args:
-        sequence_output: float tensor [batch, seq, hidden_dim].
+        sequence_output: float tensor [batch, seq, H]. H may differ from
+            the embedding width (factorized embeddings, an ELECTRA
+            generator): the transform `dense` maps H to the embedding width.
         mask_positions: int tensor [batch, max_predictions]: indices into `seq`.
 
     Returns:
@@ -64,7 +66,8 @@ class MaskedLMHead(keras.layers.Layer):
         )
 
     def build(self, sequence_output_shape, mask_positions_shape=None):
-        self.dense.build((None, None, self.hidden_dim))
+        # The transform reads the encoder's width H and writes the embedding width E (equal in BERT).
+        self.dense.build((None, None, sequence_output_shape[-1]))
         self.layer_norm.build((None, None, self.hidden_dim))
         self.output_bias = self.add_weight(
             name="output_bias", shape=(self.vocabulary_size,), initializer="zeros"

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_bert_app import presets
+from keras_bert_app import errors, presets
 from keras_bert_app.convert import resolve
 from keras_bert_app.layers.bert_embeddings import BertEmbeddings
 from keras_bert_app.layers.transformer_block import TransformerBlock
@@ -39,6 +39,20 @@ class BertEncoder(keras.Model):
             at inference and when attention dropout is off; same results
             within float tolerance. An execution choice, not part of the
             weights: `from_preset(..., fused_attention=True)`.
+        embedding_dim: int or None. Width E of the token, position and
+            segment embeddings (factorized embeddings, as ELECTRA-Small's
+            E=128 with H=256). When E != `hidden_dim`, a learned Dense
+            `embedding_projection` (E -> H, with bias) follows the
+            embeddings' LayerNorm and dropout, as HF `ElectraModel`'s
+            `embeddings_project`. None (default): E = H, no projection
+            (the BERT architecture, same weights and config).
+        shared_embeddings: `BertEmbeddings` or None. Use this embeddings
+            layer (token, position and segment tables and their LayerNorm)
+            instead of a new one, to share it with another encoder (an
+            ELECTRA generator shares its discriminator's). Its sizes must
+            match `vocabulary_size`, `embedding_dim`, `max_sequence_length`
+            and `num_segments`. Not part of the config: a deserialized
+            encoder has its own tables.
 
     Inputs: dict of int tensors [batch, seq]: `token_ids`, `segment_ids`,
     `padding_mask` (1 for real tokens, 0 for padding).
@@ -73,21 +87,40 @@ class BertEncoder(keras.Model):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         fused_attention=False,
+        embedding_dim=None,
+        shared_embeddings=None,
         dtype=None,
         **kwargs,
     ):
+        if embedding_dim is not None:
+            errors.check_int("embedding_dim", embedding_dim, minimum=1)
+        width = hidden_dim if embedding_dim is None else embedding_dim
         # === Layers ===
-        embeddings = BertEmbeddings(
-            vocabulary_size,
-            hidden_dim,
-            max_sequence_length=max_sequence_length,
-            num_segments=num_segments,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range,
-            dtype=dtype,
-            name="embeddings",
-        )
+        if shared_embeddings is not None:
+            embeddings = _checked_shared_embeddings(
+                shared_embeddings, vocabulary_size, width, max_sequence_length, num_segments
+            )
+        else:
+            embeddings = BertEmbeddings(
+                vocabulary_size,
+                width,
+                max_sequence_length=max_sequence_length,
+                num_segments=num_segments,
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name="embeddings",
+            )
+        embedding_projection = None
+        if width != hidden_dim:
+            # (batch, seq, E) -> (batch, seq, H), after the embeddings' LayerNorm and dropout.
+            embedding_projection = keras.layers.Dense(
+                hidden_dim,
+                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+                dtype=dtype,
+                name="embedding_projection",
+            )
         blocks = [
             TransformerBlock(
                 num_heads,
@@ -117,6 +150,8 @@ class BertEncoder(keras.Model):
             for name in INPUT_NAMES
         }
         hidden_states = embeddings(inputs["token_ids"], inputs["segment_ids"])
+        if embedding_projection is not None:
+            hidden_states = embedding_projection(hidden_states)
         encoder_outputs = []
         for block in blocks:
             hidden_states = block(hidden_states, padding_mask=inputs["padding_mask"])
@@ -146,7 +181,9 @@ class BertEncoder(keras.Model):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.fused_attention = bool(fused_attention)
+        self.embedding_dim = embedding_dim
         self.embeddings = embeddings
+        self.embedding_projection = embedding_projection
         self.transformer_layers = blocks
         self.pooler = pooler
 
@@ -160,7 +197,7 @@ class BertEncoder(keras.Model):
         return super().call(inputs, training=training, mask=mask)
 
     def get_config(self):
-        return {
+        config = {
             "vocabulary_size": self.vocabulary_size,
             "num_layers": self.num_layers,
             "num_heads": self.num_heads,
@@ -177,6 +214,9 @@ class BertEncoder(keras.Model):
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
         }
+        if self.embedding_dim is not None:  # absent by default: BERT configs stay as they were
+            config["embedding_dim"] = self.embedding_dim
+        return config
 
     @classmethod
     def from_config(cls, config):
@@ -231,7 +271,37 @@ _CONFIG_KEYS = (
     "activation",
     "layer_norm_epsilon",
     "initializer_range",
+    "embedding_dim",
 )
+
+
+def _checked_shared_embeddings(embeddings, vocabulary_size, width, max_sequence_length, num_segments):
+    """`shared_embeddings`, after checking that its tables have this encoder's sizes."""
+    if not isinstance(embeddings, BertEmbeddings):
+        raise errors.ArgumentTypeError(
+            "shared_embeddings",
+            f"shared_embeddings must be a BertEmbeddings layer (another encoder's `.embeddings`); "
+            f"got {type(embeddings).__name__}.",
+        )
+    expected = {
+        "vocabulary_size": vocabulary_size,
+        "embedding_dim": width,
+        "max_sequence_length": max_sequence_length,
+        "num_segments": num_segments,
+    }
+    found = {
+        "vocabulary_size": embeddings.vocabulary_size,
+        "embedding_dim": embeddings.hidden_dim,
+        "max_sequence_length": embeddings.max_sequence_length,
+        "num_segments": embeddings.num_segments,
+    }
+    differences = [f"{key} {found[key]} there, {expected[key]} here" for key in expected if found[key] != expected[key]]
+    if differences:
+        raise errors.ArgumentError(
+            "shared_embeddings",
+            "shared_embeddings do not fit this encoder: " + "; ".join(differences) + ".",
+        )
+    return embeddings
 
 
 def _check_inputs(inputs, max_sequence_length, num_segments, vocabulary_size):

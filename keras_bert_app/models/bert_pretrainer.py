@@ -62,6 +62,7 @@ class BertPretrainer(BertTask):
     default_learning_rate = PAPER_LEARNING_RATE
     default_total_steps = PAPER_TOTAL_STEPS
     default_warmup_ratio = PAPER_WARMUP_STEPS / PAPER_TOTAL_STEPS
+    optimizer_recipe = "pretrain"  # the original optimization.py: epsilon 1e-6, decay from step 0
 
     def __init__(self, encoder, next_sentence_prediction=True, **kwargs):
         # === Layers ===

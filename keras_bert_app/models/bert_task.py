@@ -7,6 +7,8 @@ our folders, foreign checkpoints and built-in names) and `save_to_preset`
 in Keras' own weights format (`models.head_weights`).
 """
 
+import math
+
 import keras
 
 from keras_bert_app import presets
@@ -40,6 +42,12 @@ class BertTask(keras.Model):
             class and its head config ("task"); None writes none.
         default_learning_rate, default_total_steps, default_warmup_ratio:
             what `compile()` uses when they are not given.
+        optimizer_recipe: "finetune" (the task models) or "pretrain" (the
+            pretrainers). "finetune" is HF `Trainer`'s recipe where the paper
+            is silent: AdamW epsilon 1e-8, ceil(warmup_ratio * total_steps)
+            warmup steps, and linear decay from the peak at the end of
+            warmup. "pretrain" is the original BERT `optimization.py`:
+            epsilon 1e-6, rounded warmup steps, decay from step 0.
     """
 
     weights_file = TASK_WEIGHTS_FILE
@@ -47,6 +55,7 @@ class BertTask(keras.Model):
     default_learning_rate = 5e-5
     default_total_steps = None  # None: a constant learning rate
     default_warmup_ratio = 0.1
+    optimizer_recipe = "finetune"
 
     # === Subclass hooks ===
     def head_config(self):
@@ -69,16 +78,18 @@ class BertTask(keras.Model):
         total_steps=None,
         warmup_ratio=None,
         jit_compile="auto",
+        layerwise_lr_decay=None,
         **kwargs,
     ):
         """`keras.Model.compile` with the paper's defaults for every "auto".
 
         Args:
             optimizer: "auto" gives AdamW (weight decay 0.01, LayerNorm and
-                biases excluded, epsilon 1e-6, global clip norm 1.0) with a
-                linear warmup over `warmup_ratio` of `total_steps`, then
-                linear decay to 0 (`models.optimizer.create_optimizer`); a
-                constant `learning_rate` when there are no `total_steps`.
+                biases excluded, global clip norm 1.0) with a linear warmup
+                over `warmup_ratio` of `total_steps`, then linear decay to 0
+                (`models.optimizer.create_optimizer`), following the class's
+                `optimizer_recipe`; a constant `learning_rate` when there
+                are no `total_steps`.
             loss, metrics, weighted_metrics: "auto" gives the model's own
                 (`compile_defaults()`).
             learning_rate: float. Peak learning rate (default: the class's,
@@ -90,11 +101,16 @@ class BertTask(keras.Model):
             jit_compile: "auto" is XLA on TensorFlow and JAX, CPU included,
                 except under a multi-replica `tf.distribute` strategy
                 (`models.xla`); True or False.
+            layerwise_lr_decay: float in (0, 1] or None. With "auto":
+                layer-wise learning-rate decay (ELECTRA's fine-tuning,
+                `models.layerwise_lr_decay`): layer l of L learns at
+                `lr * decay**(L - l)`, the embeddings at `decay**(L + 1)`,
+                the pooler and heads at the full rate.
             **kwargs: other arguments of `keras.Model.compile`.
         """
         defaults = self.compile_defaults()
         if _is_auto(optimizer):
-            optimizer = self.default_optimizer(learning_rate, total_steps, warmup_ratio)
+            optimizer = self.default_optimizer(learning_rate, total_steps, warmup_ratio, layerwise_lr_decay)
         if _is_auto(loss):
             loss = defaults.get("loss")
             if kwargs.get("loss_weights") is None:
@@ -112,15 +128,26 @@ class BertTask(keras.Model):
             **kwargs,
         )
 
-    def default_optimizer(self, learning_rate=None, total_steps=None, warmup_ratio=None):
+    def default_optimizer(self, learning_rate=None, total_steps=None, warmup_ratio=None, layerwise_lr_decay=None):
         """The optimizer of `compile(optimizer="auto")`; None arguments take the class defaults."""
+        if layerwise_lr_decay is not None:
+            from keras_bert_app.models.layerwise_lr_decay import with_layerwise_lr_decay
+
+            optimizer = self.default_optimizer(learning_rate, total_steps, warmup_ratio)
+            return with_layerwise_lr_decay(optimizer, self, layerwise_lr_decay)
         learning_rate = self.default_learning_rate if learning_rate is None else learning_rate
         total_steps = self.default_total_steps if total_steps is None else total_steps
         warmup_ratio = self.default_warmup_ratio if warmup_ratio is None else warmup_ratio
+        finetune = self.optimizer_recipe == "finetune"
+        epsilon = 1e-8 if finetune else 1e-6
         if total_steps is not None:
-            return create_optimizer(learning_rate, total_steps, int(round(warmup_ratio * total_steps)))
+            # HF counts warmup as ceil(ratio * total); the original BERT rounds.
+            warmup_steps = math.ceil(total_steps * warmup_ratio) if finetune else int(round(warmup_ratio * total_steps))
+            return create_optimizer(
+                learning_rate, total_steps, min(warmup_steps, total_steps), epsilon=epsilon, decay_from_warmup=finetune
+            )
         optimizer = keras.optimizers.AdamW(
-            learning_rate=learning_rate, weight_decay=0.01, epsilon=1e-6, global_clipnorm=1.0
+            learning_rate=learning_rate, weight_decay=0.01, epsilon=epsilon, global_clipnorm=1.0
         )
         optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
         return optimizer

@@ -21,6 +21,7 @@ def create_optimizer(
     beta_1=0.9,
     beta_2=0.999,
     epsilon=1e-6,
+    decay_from_warmup=False,
 ):
     """The optimizer of BERT (Devlin et al. 2018, appendix A.2).
 
@@ -43,7 +44,13 @@ def create_optimizer(
             larger). Step counts stay in updates.
         beta_1: float. First-moment decay.
         beta_2: float. Second-moment decay.
-        epsilon: float. Denominator epsilon.
+        epsilon: float. Denominator epsilon. Keras adds it to the root of
+            the *uncorrected* second moment ("epsilon hat"), so at step t it
+            weighs 1/sqrt(1 - beta_2**t) more than torch's epsilon: BERT's
+            1e-6 suits pretraining; fine-tuning uses 1e-8, as HF's Trainer.
+        decay_from_warmup: bool. Decay linearly from the peak at the end of
+            warmup (HF's `get_linear_schedule_with_warmup`) rather than from
+            step 0 (the original BERT's `optimization.py`).
 
     Returns:
         A `keras.optimizers.Optimizer`.
@@ -67,6 +74,7 @@ def create_optimizer(
         learning_rate,
         total_steps=total_steps * per_update,
         warmup_steps=warmup_steps * per_update,
+        decay_from_warmup=decay_from_warmup,
     )
     optimizer_class = keras.optimizers.AdamW if name == "adamw" else keras.optimizers.Lamb
     optimizer = optimizer_class(

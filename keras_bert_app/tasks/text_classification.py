@@ -52,8 +52,18 @@ class TextClassification(Task):
         )
 
     def learn_labels(self, examples):
+        from keras_bert_app import errors
+
         if self.label_names is None:
             self.label_names = examples.label_names
+        if not len(examples):
+            raise errors.DataError(f"{examples.source}: the training set is empty; nothing to fine-tune on.")
+        if self.label_names is not None and len(self.label_names) < 2:
+            # One class would build a one-output model: a regressor, silently.
+            raise errors.DataError(
+                f"{examples.source}: every training example has the label {self.label_names[0]!r}; "
+                "a classifier needs at least 2 classes (list them with --labels, or use --regression for scores)."
+            )
 
     def featurize(self, name, examples, training=False):
         from keras_bert_app.data.text_classification import count_truncated

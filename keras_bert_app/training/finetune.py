@@ -61,6 +61,7 @@ def finetune(
     jit_compile: bool = True,
     verbose: int = 2,
     log: Optional[Callable[[str], None]] = None,
+    layerwise_lr_decay: Optional[float] = None,
     **task_options: object,
 ) -> FinetuneResult:
     """Fine-tune `preset` on a task; write metrics, logs, dev predictions and the preset.
@@ -85,6 +86,11 @@ def finetune(
         jit_compile: bool. XLA on TensorFlow and JAX (CPU included).
         verbose: int. Keras' `fit` verbosity (0, 1 or 2).
         log: callable taking a str, for progress lines (None: quiet).
+        layerwise_lr_decay: float in (0, 1] or None. Layer-wise learning-rate
+            decay, as ELECTRA fine-tunes (0.8 for its Base, 0.9 Large):
+            layer l of L learns at `learning_rate * decay**(L - l)`, the
+            embeddings at `decay**(L + 1)`, the pooler and head at the full
+            rate (`models.layerwise_lr_decay`). None: one rate for all.
         **task_options: the task's options, e.g. classify: `train`, `dev`,
             `text_column`, `label_column`, `text_pair_column`, `labels`,
             `regression`; glue: `glue_task`, `data_dir`; swag: `train`, `dev`,
@@ -120,6 +126,8 @@ def finetune(
     errors.check_int("seed", seed, minimum=0)
     errors.check_type("jit_compile", jit_compile, bool)
     errors.check_int("verbose", verbose, minimum=0, maximum=2)
+    if layerwise_lr_decay is not None:
+        errors.check_number("layerwise_lr_decay", layerwise_lr_decay, minimum=0, maximum=1, minimum_inclusive=False)
     train_path, dev_paths = task.training_files()
 
     import keras
@@ -141,11 +149,20 @@ def finetune(
 
     fit_arguments = task.fit_arguments(train, batch_size, seed)
     steps_per_epoch = -(-train.num_features // batch_size)
+    if train.num_features < batch_size:
+        log(
+            f"train: {train.num_features} {task.TRUNCATED_UNIT}, fewer than one batch of {batch_size}: "
+            "each epoch is one step on all of them."
+        )
     model = task.build_model(preset)
-    model.compile(learning_rate=learning_rate, total_steps=steps_per_epoch * epochs, jit_compile=jit_compile and "auto")
+    model.compile(
+        learning_rate=learning_rate, total_steps=steps_per_epoch * epochs, jit_compile=jit_compile and "auto",
+        layerwise_lr_decay=layerwise_lr_decay,
+    )
+    decay_note = "" if layerwise_lr_decay is None else f", layer-wise decay {layerwise_lr_decay:g}"
     log(
         f"Fine-tuning {type(model).__name__} ({model.count_params():,} parameters) for "
-        f"{epochs} epochs x {steps_per_epoch} steps, batch {batch_size}, learning rate {learning_rate:g}."
+        f"{epochs} epochs x {steps_per_epoch} steps, batch {batch_size}, learning rate {learning_rate:g}{decay_note}."
     )
     started = time.perf_counter()
     model.fit(

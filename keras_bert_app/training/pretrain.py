@@ -1,4 +1,4 @@
-"""`kba.pretrain`: masked LM + NSP pretraining that resumes after a kill.
+"""`kba.pretrain`: masked LM + NSP or ELECTRA pretraining that resumes after a kill.
 
 A run lives in one folder (`output`): `run_config.json` (the arguments that
 define the run), `checkpoints/` (model + optimizer every `checkpoint_every`
@@ -8,37 +8,36 @@ load. Calling again with the same arguments after a kill continues from the
 last checkpoint: same weights, optimizer state, schedule step and data
 position, ending at the same total step. `keras_bert_app.data` makes the
 batches (TFRecords from `create_pretraining_data`, or dynamic masking of
-corpus files). `keras-bert-app pretrain` is this function on the command line.
+corpus files). The objective (`training.objectives`) chooses the model and
+its batch transform; `training.run_folder` checks the folder and writes the
+preset; `training.pretraining_inputs` chooses the data. `keras-bert-app
+pretrain` is this function on the command line.
 """
 
 import dataclasses
-import glob
-import json
 import os
 import pathlib
-import shutil
+import warnings
 from collections.abc import Callable, Sequence
 
-from keras_bert_app import errors, presets
+from keras_bert_app import errors
+from keras_bert_app.training.objectives import DEFAULT_OBJECTIVE, OBJECTIVES, get_objective
+from keras_bert_app.training.pretraining_inputs import DATA_FEATURES, corpus_files, data_shape, pretraining_batches
+from keras_bert_app.training.run_folder import (
+    PRESET_FOLDER,
+    RUN_CONFIG_FILE,
+    RUN_KEY_DEFAULTS,
+    RUN_KEYS,
+    check_run_dir,
+    run_config,
+    write_preset,
+    write_run_config,
+)
 
-RUN_CONFIG_FILE = "run_config.json"
-# Arguments that define a run: a rerun must give the same ones to resume.
-# The names are those of the command line (and of run folders already written):
-# "no_nsp" is `not next_sentence_prediction`.
-RUN_KEYS = (
-    "preset", "data", "corpus", "batch_size", "steps", "learning_rate", "warmup_steps",
-    "optimizer", "weight_decay", "accumulation_steps", "mixed_precision", "no_nsp",
-    "max_seq_length", "max_predictions", "seed", "checkpoint_every", "output_bias_init", "dropout",
-)
-# Values of run keys added later, for run folders written before them.
-RUN_KEY_DEFAULTS = {"output_bias_init": "zeros", "dropout": None}
-DATA_FEATURES = (
-    "input_ids", "input_mask", "segment_ids", "masked_lm_positions",
-    "masked_lm_ids", "masked_lm_weights", "next_sentence_labels",
-)
 OPTIMIZERS = ("adamw", "lamb")
 OUTPUT_BIAS_INITS = ("zeros", "unigram")
-PRESET_FOLDER = "preset"
+# Re-exported: earlier code and tests read them here.
+__all__ = ["pretrain", "DATA_FEATURES", "PRESET_FOLDER", "RUN_CONFIG_FILE", "RUN_KEYS", "RUN_KEY_DEFAULTS"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +69,9 @@ class _Settings:
     peak_tflops: float | None
     verbose: int
     log: Callable | None
+    objective: str = DEFAULT_OBJECTIVE
+    generator_size: float | None = None
+    rtd_weight: float | None = None
 
     def say(self, message):
         if self.log is not None:
@@ -84,7 +86,7 @@ def pretrain(
     data: str | os.PathLike | None = None,
     corpus: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
     batch_size: int = 32,
-    learning_rate: float = 1e-4,
+    learning_rate: float | None = None,
     warmup_steps: int | None = None,
     optimizer: str = "adamw",
     weight_decay: float = 0.01,
@@ -103,8 +105,11 @@ def pretrain(
     peak_tflops: float | None = None,
     verbose: int = 1,
     log: Callable[[str], None] | None = print,
+    objective: str = DEFAULT_OBJECTIVE,
+    generator_size: float | None = None,
+    rtd_weight: float | None = None,
 ) -> pathlib.Path:
-    """Pretrain a BERT with masked LM (+ next sentence prediction), resumably, into a run folder.
+    """Pretrain a BERT with masked LM (+ next sentence prediction) or ELECTRA, resumably, into a run folder.
 
     Args:
         preset: str or path. The model to start from: a built-in preset name
@@ -120,7 +125,8 @@ def pretrain(
         corpus: str, path or list of them. Corpus files (globs allowed) for
             dynamic masking with the preset's tokenizer.
         batch_size: int. Global batch size (all replicas).
-        learning_rate: float. Peak learning rate.
+        learning_rate: float or None. Peak learning rate (default: the
+            objective's, 1e-4 for mlm_nsp, 5e-4 for electra).
         warmup_steps: int or None. Linear warmup steps; None: 1% of `steps`,
             at most 10,000.
         optimizer: "adamw" or "lamb".
@@ -134,6 +140,7 @@ def pretrain(
         jit_compile: bool. XLA where the backend has it (TensorFlow, JAX;
             Keras' own choice under a multi-replica tf.distribute strategy).
         next_sentence_prediction: bool. False: masked LM only (no NSP head).
+            Objective mlm_nsp only (ELECTRA has no NSP).
         max_seq_length: int or None. With `corpus`: tokens per pair (default
             128); with `data`: read from the records (a different value is an error).
         max_predictions: int or None. Masked positions per sequence, as
@@ -152,6 +159,16 @@ def pretrain(
         verbose: int. Keras progress: 0 silent, 1 bar, 2 one line per epoch.
         log: callable or None. Receives the run's progress lines (start,
             resume, throughput, end); None prints nothing but Keras' progress.
+        objective: "mlm_nsp" (BERT: masked LM + next sentence prediction) or
+            "electra" (replaced-token detection: `models.ElectraPretrainer`;
+            the masked positions of the data get ELECTRA's corruption, 85%
+            `[MASK]` and 15% kept; the preset written at the end is the
+            discriminator, with the generator in `preset/generator/`).
+        generator_size: float or None. ELECTRA: the generator's size as a
+            fraction of the encoder's (width, heads, feed-forward; default
+            0.25, or the starting ELECTRA preset's generator).
+        rtd_weight: float or None. ELECTRA: weight of the replaced-token
+            loss against the generator's masked-LM loss (default 50).
 
     Returns:
         pathlib.Path of the run folder; its `preset/` is the result.
@@ -173,13 +190,14 @@ def pretrain(
     from keras_bert_app.training.distribution import create_distribution
 
     resolved = resolve.resolve_preset(settings.preset)
+    get_objective(settings.objective).check(settings, resolved)
     previous_policy = keras.config.dtype_policy()
     try:
         set_mixed_precision(settings.mixed_precision)
         keras.utils.set_random_seed(settings.seed)
         # Before the data is read: a missing TPU fails at once, whatever the data's path.
         distribution = create_distribution(settings.strategy, tpu_address=settings.tpu)
-        settings = dataclasses.replace(settings, **_data_shape(settings, resolved.config["encoder"]))
+        settings = dataclasses.replace(settings, **data_shape(settings, resolved.config["encoder"]))
         return _run(settings, resolved, distribution)
     finally:
         keras.config.set_dtype_policy(previous_policy)
@@ -190,8 +208,8 @@ def _run(settings, resolved, distribution):
 
     run_dir = settings.output
     checkpoint_dir = run_dir / "checkpoints"
-    run_config = _run_config(settings)
-    resuming = _check_run_dir(run_dir, run_config, checkpoint_dir)
+    config = run_config(settings)
+    resuming = check_run_dir(run_dir, config, checkpoint_dir)
     if resuming and list_checkpoints(checkpoint_dir)[-1][0] >= settings.steps and (run_dir / PRESET_FOLDER).is_dir():
         settings.say(f"Run in {run_dir} already finished ({settings.steps} steps); its preset is {run_dir / PRESET_FOLDER}.")
         return run_dir
@@ -204,8 +222,7 @@ def _run(settings, resolved, distribution):
     if settings.output_bias_init == "unigram" and not resuming:
         _init_output_bias(settings, resolved, pretrainer)
     if distribution.is_chief:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / RUN_CONFIG_FILE).write_text(json.dumps(run_config, indent=2) + "\n")
+        write_run_config(run_dir, config)
     _train(settings, resolved, pretrainer, distribution, checkpoint_dir)
     return run_dir
 
@@ -215,6 +232,7 @@ def _checked_settings(
     preset, output, steps, data, corpus, batch_size, learning_rate, warmup_steps, optimizer, weight_decay,
     accumulation_steps, strategy, tpu, mixed_precision, jit_compile, next_sentence_prediction, max_seq_length,
     max_predictions, checkpoint_every, seed, output_bias_init, dropout, peak_tflops, verbose, log,
+    objective=DEFAULT_OBJECTIVE, generator_size=None, rtd_weight=None,
 ):
     """Typed errors naming the argument for every bad value; defaults filled in. The inputs are not changed."""
     from keras_bert_app.training.distribution import STRATEGY_NAMES
@@ -230,9 +248,16 @@ def _checked_settings(
     if data is not None:
         data = os.fspath(errors.check_type("data", data, path_like, "a file pattern (str or path)"))
     if corpus is not None:
-        corpus = _corpus_files(corpus)
+        corpus = corpus_files(corpus)
     errors.check_int("batch_size", batch_size, minimum=1)
+    errors.check_choice("objective", objective, tuple(OBJECTIVES))
+    if learning_rate is None:
+        learning_rate = OBJECTIVES[objective].default_learning_rate
     errors.check_number("learning_rate", learning_rate, minimum=0, minimum_inclusive=False)
+    if generator_size is not None:
+        errors.check_number("generator_size", generator_size, minimum=0, minimum_inclusive=False)
+    if rtd_weight is not None:
+        errors.check_number("rtd_weight", rtd_weight, minimum=0)
     if warmup_steps is None:
         warmup_steps = min(10_000, steps // 100)
     errors.check_type("warmup_steps", warmup_steps, int)
@@ -277,169 +302,16 @@ def _checked_settings(
         jit_compile=jit_compile, next_sentence_prediction=next_sentence_prediction, max_seq_length=max_seq_length,
         max_predictions=max_predictions, checkpoint_every=checkpoint_every, seed=seed,
         output_bias_init=output_bias_init, dropout=dropout, peak_tflops=peak_tflops, verbose=verbose, log=log,
+        objective=objective, generator_size=generator_size, rtd_weight=rtd_weight,
     )
-
-
-def _corpus_files(corpus):
-    """The corpus patterns as a tuple of str, each matching at least one file."""
-    if isinstance(corpus, (str, os.PathLike)):
-        corpus = [corpus]
-    if not isinstance(corpus, Sequence) or not corpus:
-        raise errors.ArgumentTypeError(
-            "corpus", f"corpus must be a file pattern or a non-empty list of them; got {corpus!r}."
-        )
-    patterns = tuple(
-        os.fspath(errors.check_type("corpus", pattern, (str, os.PathLike), "a file pattern (str or path)"))
-        for pattern in corpus
-    )
-    missing = [pattern for pattern in patterns if not glob.glob(os.path.expanduser(pattern))]
-    if missing:
-        raise errors.MissingFileError("corpus", f"corpus: no file matches {missing}.")
-    return patterns
-
-
-def _run_config(settings):
-    """The run keys as `run_config.json` has always stored them."""
-    values = {
-        **{key: getattr(settings, key) for key in RUN_KEYS if key not in ("no_nsp", "corpus")},
-        "no_nsp": not settings.next_sentence_prediction,
-        "corpus": None if settings.corpus is None else list(settings.corpus),
-    }
-    return {key: values[key] for key in RUN_KEYS}
-
-
-def _check_run_dir(run_dir, run_config, checkpoint_dir):
-    """True when `run_dir` holds checkpoints of this same run; errors for another run's folder."""
-    from keras_bert_app.training.checkpointing import list_checkpoints
-
-    stored_path = run_dir / RUN_CONFIG_FILE
-    if stored_path.is_file():
-        stored = json.loads(stored_path.read_text())
-        differences = [
-            f"{key}: {stored.get(key)!r} there, {run_config[key]!r} now"
-            for key in RUN_KEYS
-            if stored.get(key, RUN_KEY_DEFAULTS.get(key)) != run_config[key]
-        ]
-        if differences:
-            raise errors.ArgumentError(
-                "output",
-                f"{run_dir} holds a run with another configuration ({'; '.join(differences)}). "
-                "Rerun with the same arguments to resume it, or pass a new output folder.",
-            )
-        return bool(list_checkpoints(checkpoint_dir))
-    if run_dir.exists() and (not run_dir.is_dir() or any(run_dir.iterdir())):
-        raise errors.OutputExistsError(
-            f"{run_dir} is not empty and has no {RUN_CONFIG_FILE}: not a pretraining run folder. "
-            "Pass a new or empty output folder."
-        )
-    return False
-
-
-# === Data ===
-def _data_shape(settings, encoder_config):
-    """`max_seq_length` and `max_predictions` of the data, checked against the records and the model."""
-    if settings.data is not None:
-        found = _records_shape(settings.data)
-        for name, given, value in zip(("max_seq_length", "max_predictions"),
-                                      (settings.max_seq_length, settings.max_predictions), found):
-            if given is not None and given != value:
-                raise errors.ArgumentError(name, f"{name} is {given} but the records in {settings.data!r} hold {value}.")
-        shape = found
-    else:
-        shape = (settings.max_seq_length or 128, settings.max_predictions or 20)
-    limit = encoder_config.get("max_sequence_length", 512)
-    if shape[0] > limit:
-        raise errors.ArgumentError(
-            "max_seq_length", f"Sequences of {shape[0]} tokens are longer than the model's max_sequence_length {limit}."
-        )
-    return {"max_seq_length": shape[0], "max_predictions": shape[1]}
-
-
-def _records_shape(pattern):
-    """Feature lengths of the first record, after checking the feature names."""
-    import tensorflow as tf
-
-    files = sorted(tf.io.gfile.glob(pattern))
-    if not files:
-        raise errors.MissingFileError("data", f"data: no file matches {pattern!r}.")
-    try:
-        raw = next(iter(tf.data.TFRecordDataset(files[0]).take(1)), None)
-    except tf.errors.OpError as error:
-        raise errors.DataError(f"{files[0]} is not a readable TFRecord file ({error.message.splitlines()[0]}).") from None
-    if raw is None:
-        raise errors.DataError(f"{files[0]} holds no record.")
-    example = tf.train.Example.FromString(raw.numpy())
-    features = example.features.feature
-    if set(features) != set(DATA_FEATURES):
-        raise errors.DataError(
-            f"{files[0]}: expected pretraining features {sorted(DATA_FEATURES)}; got {sorted(features)}."
-        )
-
-    def length(name):
-        feature = features[name]
-        return len(feature.int64_list.value) or len(feature.float_list.value)
-
-    shape = (length("input_ids"), length("masked_lm_positions"))
-    for name, expected in (("input_mask", shape[0]), ("segment_ids", shape[0]),
-                           ("masked_lm_ids", shape[1]), ("masked_lm_weights", shape[1])):
-        if length(name) != expected:
-            raise errors.DataError(f"{files[0]}: feature {name!r} has length {length(name)}, expected {expected}.")
-    return shape
-
-
-def _dataset(settings, resolved, repeat=True):
-    """The global-batch dataset, repeated forever (fit stops after `steps`) or one pass.
-
-    Full batches only, so every step has the same global batch (and splits
-    evenly across replicas).
-    """
-    if settings.data is not None:
-        from keras_bert_app.data.pretraining_records import pretraining_dataset
-
-        return pretraining_dataset(
-            settings.data, settings.batch_size, max_seq_length=settings.max_seq_length,
-            max_predictions_per_seq=settings.max_predictions, shuffle=True, seed=settings.seed,
-            repeat=repeat, drop_remainder=True,
-        )
-    from keras_bert_app.data.dynamic_pretraining import dynamic_pretraining_dataset
-    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
-
-    tokenizer = BertTokenizer.from_preset(resolved.folder)
-    dataset = dynamic_pretraining_dataset(
-        list(settings.corpus), tokenizer, settings.batch_size, max_seq_length=settings.max_seq_length,
-        max_predictions_per_seq=settings.max_predictions, seed=settings.seed, drop_remainder=True,
-    )
-    return dataset.repeat() if repeat else dataset
 
 
 # === Model ===
 def _build_pretrainer(settings, resolved, resuming):
-    """The pretrainer to train, compiled: from the preset's weights, or fresh (a built-in name, or resuming)."""
-    from keras_bert_app.models.bert_encoder import BertEncoder
-    from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
+    """The objective's model, compiled: from the preset's weights, or fresh (a built-in name, or resuming)."""
     from keras_bert_app.models.optimizer import create_optimizer
 
-    # `dropout` changes this run's encoder only (see _write_preset).
-    overrides = {} if settings.dropout is None else {"dropout": settings.dropout}
-    builtin = settings.preset in presets.names() and not pathlib.Path(settings.preset).is_dir()
-    if not resolved.has_weights and not builtin:
-        raise errors.ArgumentError(
-            "preset",
-            f"preset {settings.preset!r} is a folder with no {presets.ENCODER_WEIGHTS_FILE}"
-            + (" (the run being resumed started from it)" if resuming else "")
-            + ": pass a preset folder with weights, or a built-in name for fresh weights.",
-        )
-    nsp = settings.next_sentence_prediction
-    if resuming or not resolved.has_weights:
-        if not resuming:
-            settings.say(f"Preset {settings.preset!r} has no weights here: starting from freshly initialised weights.")
-        encoder = BertEncoder(**{**resolved.config["encoder"], **overrides})
-        pretrainer = BertPretrainer(encoder, next_sentence_prediction=nsp)
-    else:
-        settings.say(f"Starting from the weights of preset {settings.preset!r}.")
-        if resolved.source_format is None and not (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
-            settings.say(f"  (no {HEAD_WEIGHTS_FILE} there: fresh pretraining heads)")
-        pretrainer = BertPretrainer.from_preset(resolved.folder, next_sentence_prediction=nsp, **overrides)
+    pretrainer = get_objective(settings.objective).build(settings, resolved, resuming)
     pretrainer.compile(
         optimizer=create_optimizer(
             settings.learning_rate,
@@ -454,6 +326,10 @@ def _build_pretrainer(settings, resolved, resuming):
     return pretrainer
 
 
+def _dataset(settings, resolved, repeat=True):
+    return pretraining_batches(settings, resolved, repeat=repeat)
+
+
 def _init_output_bias(settings, resolved, pretrainer):
     """`output_bias_init="unigram"`: the bias of fresh heads at the data's log token frequencies."""
     import numpy as np
@@ -461,7 +337,7 @@ def _init_output_bias(settings, resolved, pretrainer):
 
     from keras_bert_app.training.output_bias import count_masked_targets, unigram_output_bias
 
-    bias = pretrainer.masked_lm_head.output_bias
+    bias = get_objective(settings.objective).masked_lm_head(pretrainer).output_bias
     if np.any(ops.convert_to_numpy(bias)):
         raise errors.ArgumentError(
             "output_bias_init",
@@ -481,7 +357,7 @@ def _train(settings, resolved, pretrainer, distribution, checkpoint_dir):
     import keras
 
     from keras_bert_app.training.checkpointing import ResumableCheckpoint, restore_latest
-    from keras_bert_app.training.throughput import ThroughputCallback, bert_training_flops, peak_flops
+    from keras_bert_app.training.throughput import ThroughputCallback, peak_flops
 
     run_dir = settings.output
     batches_per_step = settings.accumulation_steps
@@ -494,11 +370,7 @@ def _train(settings, resolved, pretrainer, distribution, checkpoint_dir):
         )
     dataset = _dataset(settings, resolved).skip(start_step * batches_per_step)
 
-    encoder = pretrainer.encoder
-    flops = bert_training_flops(
-        encoder.num_layers, encoder.hidden_dim, encoder.intermediate_dim,
-        encoder.vocabulary_size, settings.max_seq_length, settings.max_predictions,
-    )
+    flops = get_objective(settings.objective).training_flops(pretrainer, settings)
     peak = settings.peak_tflops * 1e12 if settings.peak_tflops else peak_flops(num_devices=distribution.num_replicas)
     chief = distribution.is_chief
     callbacks = [
@@ -512,40 +384,18 @@ def _train(settings, resolved, pretrainer, distribution, checkpoint_dir):
             keras.callbacks.CSVLogger(str(run_dir / "metrics.csv"), append=True),
             keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=max(1, settings.checkpoint_every // 10)),
         ]
-    pretrainer.fit(
-        dataset,
-        epochs=settings.steps // settings.checkpoint_every,
-        initial_epoch=start_step // settings.checkpoint_every,
-        steps_per_epoch=settings.checkpoint_every * batches_per_step,
-        callbacks=callbacks,
-        shuffle=False,  # the datasets shuffle, with a seed
-        verbose=settings.verbose,
-    )
+    with warnings.catch_warnings():
+        # Without NSP (masked LM only, ELECTRA) no loss reads the pooler: expected, not worth a warning.
+        warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler/")
+        pretrainer.fit(
+            dataset,
+            epochs=settings.steps // settings.checkpoint_every,
+            initial_epoch=start_step // settings.checkpoint_every,
+            steps_per_epoch=settings.checkpoint_every * batches_per_step,
+            callbacks=callbacks,
+            shuffle=False,  # the datasets shuffle, with a seed
+            verbose=settings.verbose,
+        )
     if chief:
-        _write_preset(pretrainer, settings.preset, run_dir / PRESET_FOLDER, resolved)
+        write_preset(pretrainer, settings.preset, run_dir / PRESET_FOLDER, resolved)
         settings.say(f"Done: {settings.steps} steps. Preset: {run_dir / PRESET_FOLDER}")
-
-
-def _write_preset(pretrainer, source_preset, folder, resolved):
-    """The run's result as a preset folder: config, vocabulary, encoder + head weights.
-
-    The encoder config keeps the starting preset's dropout rate: `dropout`
-    is a choice of how to pretrain, and fine-tuning from the preset uses the
-    model's own rate.
-    """
-    source_config = resolved.config
-    vocabulary = resolved.vocabulary_path
-    temporary = folder.with_name(folder.name + ".tmp")
-    shutil.rmtree(temporary, ignore_errors=True)
-    tokenizer = {**source_config.get("tokenizer", {}), "vocabulary": vocabulary.name}
-    presets.write_config_entry(temporary, "name", folder.parent.name)
-    presets.write_config_entry(temporary, "description", f"Pretrained from {source_preset} by keras-bert-app pretrain.")
-    presets.write_config_entry(temporary, "tokenizer", tokenizer)
-    shutil.copyfile(vocabulary, temporary / vocabulary.name)
-    pretrainer.save_to_preset(temporary)
-    encoder_config = presets.read_config(temporary)["encoder"]
-    if "dropout" in source_config.get("encoder", {}):
-        encoder_config["dropout"] = source_config["encoder"]["dropout"]
-        presets.write_config_entry(temporary, "encoder", encoder_config)
-    shutil.rmtree(folder, ignore_errors=True)
-    temporary.rename(folder)

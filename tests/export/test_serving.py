@@ -16,6 +16,7 @@ from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
 from tests.conftest import REPO_ROOT
+from tests.export.clean_process import serve_in_clean_process as serve_jobs_in_clean_process
 
 SEQUENCE_LENGTH = 24
 TEXTS = [
@@ -78,47 +79,69 @@ def keras_outputs(model, preprocessor, texts):
     return keras.tree.map_structure(keras.ops.convert_to_numpy, model.predict(features, verbose=0))
 
 
-def test_classifier_export_matches_keras_in_a_clean_process(tmp_path, preprocessor):
+LABELS = ["business", "sport", "tech"]
+PAIR_REQUEST = {"text_a": TEXTS[:4], "text_b": TEXTS[3:7]}
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory, preprocessor):
+    """A classifier, a sentence-pair regressor and a bare encoder, exported once for the module."""
+    folder = tmp_path_factory.mktemp("exports")
     keras.utils.set_random_seed(1)
-    model = BertClassifier(_tiny_encoder(), num_classes=3)
-    labels = ["business", "sport", "tech"]
-    target = export_for_serving(model, tmp_path / "export", preprocessor, label_names=labels)
-    assert target == tmp_path / "export" / "1"
+    classifier = BertClassifier(_tiny_encoder(), num_classes=3)
+    regressor = BertClassifier(_tiny_encoder(), num_classes=1)
+    encoder = _tiny_encoder()
+    return {
+        "classifier": (classifier, export_for_serving(classifier, folder / "export", preprocessor, label_names=LABELS)),
+        "regressor": (regressor, export_for_serving(regressor, folder / "sts", preprocessor, text_pair=True)),
+        "encoder": (encoder, export_for_serving(encoder, folder / "features", preprocessor)),
+    }
+
+
+@pytest.fixture(scope="module")
+def served(exports, tmp_path_factory):
+    """Every request of this module, answered by one process that imports only TF + TF Text."""
+    jobs = [
+        (exports["classifier"][1], "serving_default", {"text": TEXTS}),
+        (exports["regressor"][1], "serving_default", PAIR_REQUEST),
+        (exports["encoder"][1], "serving_default", {"text": TEXTS}),
+    ]
+    classifier, regressor, encoder = serve_jobs_in_clean_process(jobs, tmp_path_factory.mktemp("served"))
+    return {"classifier": classifier, "regressor": regressor, "encoder": encoder}
+
+
+def test_classifier_export_matches_keras_in_a_clean_process(exports, served, preprocessor):
+    model, target = exports["classifier"]
+    assert target.name == "1"
     assert (target / "assets" / "vocab.txt").read_text().split("\n")[:3] == ["[PAD]", "[unused0]", "[unused1]"]
     metadata = json.loads((target / "assets.extra" / "keras_bert_app.json").read_text())
-    assert metadata["sequence_length"] == SEQUENCE_LENGTH and metadata["label_names"] == labels
-    served = serve_in_clean_process(target, {"text": TEXTS}, tmp_path)
+    assert metadata["sequence_length"] == SEQUENCE_LENGTH and metadata["label_names"] == LABELS
+    served = served["classifier"]
     expected = keras.ops.convert_to_numpy(keras.ops.softmax(keras_outputs(model, preprocessor, TEXTS)))
     np.testing.assert_allclose(served["probabilities"], expected, atol=1e-5)
     np.testing.assert_array_equal(served["label_id"], expected.argmax(-1))
-    assert [label.decode() for label in served["label"]] == [labels[i] for i in expected.argmax(-1)]
+    assert [label.decode() for label in served["label"]] == [LABELS[i] for i in expected.argmax(-1)]
     # The next export gets the next version number.
-    assert next_version(tmp_path / "export") == 2
+    assert next_version(target.parent) == 2
 
 
-def test_pair_regression_and_features(tmp_path, preprocessor):
-    keras.utils.set_random_seed(2)
-    regressor = BertClassifier(_tiny_encoder(), num_classes=1)
-    target = export_for_serving(regressor, tmp_path / "sts", preprocessor, text_pair=True)
-    request = {"text_a": TEXTS[:4], "text_b": TEXTS[3:7]}
-    served = serve_in_clean_process(target, request, tmp_path)
-    expected = keras_outputs(regressor, preprocessor, (request["text_a"], request["text_b"]))[:, 0]
-    np.testing.assert_allclose(served["score"], expected, atol=1e-5)
+def test_pair_regression_and_features(exports, served, preprocessor):
+    regressor = exports["regressor"][0]
+    expected = keras_outputs(regressor, preprocessor, (PAIR_REQUEST["text_a"], PAIR_REQUEST["text_b"]))[:, 0]
+    np.testing.assert_allclose(served["regressor"]["score"], expected, atol=1e-5)
 
-    encoder = _tiny_encoder()
-    target = export_for_serving(encoder, tmp_path / "features", preprocessor)
-    served = serve_in_clean_process(target, {"text": TEXTS}, tmp_path)
+    encoder = exports["encoder"][0]
     expected = keras_outputs(encoder, preprocessor, TEXTS)
-    np.testing.assert_allclose(served["pooled_output"], expected["pooled_output"], atol=1e-5)
-    np.testing.assert_allclose(served["sequence_output"], expected["sequence_output"], atol=1e-5)
+    np.testing.assert_allclose(served["encoder"]["pooled_output"], expected["pooled_output"], atol=1e-5)
+    np.testing.assert_allclose(served["encoder"]["sequence_output"], expected["sequence_output"], atol=1e-5)
 
 
-def test_signatures_cli_warmup_and_edge_batches(tmp_path, preprocessor):
+def test_signatures_cli_warmup_and_edge_batches(exports, preprocessor):
     import tensorflow as tf
     from tensorflow_serving.apis import prediction_log_pb2
 
-    model = BertClassifier(_tiny_encoder(), num_classes=2)
-    target = export_for_serving(model, tmp_path / "export", preprocessor, label_names=["neg", "pos"])
+    target = exports["classifier"][1]
+    num_classes = len(LABELS)
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     shown = subprocess.run([cli, "show", "--dir", str(target), "--all"], capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-2000:]
@@ -141,12 +164,12 @@ def test_signatures_cli_warmup_and_edge_batches(tmp_path, preprocessor):
         log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
         inputs = {k: tf.make_ndarray(v) for k, v in log.predict_log.request.inputs.items()}
         outputs = serving(**{k: tf.constant(v) for k, v in inputs.items()})
-        assert outputs["probabilities"].shape == (len(inputs["text"]), 2)
+        assert outputs["probabilities"].shape == (len(inputs["text"]), num_classes)
         requests += 1
     assert requests >= 2
-    assert serving(text=tf.constant([], tf.string))["probabilities"].shape == (0, 2)
+    assert serving(text=tf.constant([], tf.string))["probabilities"].shape == (0, num_classes)
     many = serving(text=tf.constant(["some words here"] * 1000))["probabilities"].numpy()
-    assert many.shape == (1000, 2) and np.allclose(many, many[0], atol=1e-5)
+    assert many.shape == (1000, num_classes) and np.allclose(many, many[0], atol=1e-5)
     # Invalid UTF-8 reaches the graph as bytes: no crash.
     assert serving(text=tf.constant([b"bad \xff\xfe bytes"]))["label_id"].shape == (1,)
     by_ids = tf.saved_model.load(str(target)).signatures["serve_token_ids"]

@@ -97,6 +97,7 @@ def test_ner_trains_evaluates_predicts(workspace, capsys):
     code, out, err = run_cli(README_NER, capsys)
     assert code == 0, err
     assert "Fine-tuning BertTokenClassifier" in out and "learning rate 5e-05" in out  # NER's default
+    assert "train: 2 examples, fewer than one batch of 32: each epoch is one step on all of them." in out
     metrics = json.loads((run / "metrics.json").read_text())["dev"]
     assert metrics["num_gold"] == 4  # John, Paris, Mary Smith, London: whole spans
     predictions = [json.loads(line) for line in (run / "dev_predictions.jsonl").read_text().splitlines()]
@@ -139,6 +140,9 @@ def test_glue_mrpc(workspace, capsys):
         ("sentence,label\nok,a\n", "text,label\nok,a\n", r"train.csv:2: no column 'text'"),
         ("text,label\nok,a\nno,b\n", "text,label\nok,c\n", r"dev.csv:2: label 'c' is not one of \['a', 'b'\]"),
         ("text,label\nok,a\nno,b\n", "text,label\n", r"dev.csv: the dev set is empty"),
+        # One class would silently build a one-output regressor.
+        ("text,label\nok,a\nfine,a\n", "text,label\nok,a\n", r"train.csv: every training example has the label 'a'; a classifier needs at least 2 classes"),
+        ("text,label\n", "text,label\nok,a\n", r"train.csv: the training set is empty"),
     ],
 )
 def test_classify_bad_input(tmp_path, tiny_preset, capsys, train_text, dev_text, message):

@@ -1,0 +1,219 @@
+"""The pretraining objectives `kba.pretrain` knows: how each builds its model and prepares its batches.
+
+One row per objective in `OBJECTIVES`:
+- "mlm_nsp": BERT's masked LM + next sentence prediction (`BertPretrainer`;
+  `next_sentence_prediction=False` keeps the masked LM only).
+- "electra": ELECTRA's replaced-token detection (`ElectraPretrainer`): a
+  generator `generator_size` of the encoder's size fills the masked
+  positions, the encoder learns to find the replaced tokens; the batches'
+  masked positions are re-corrupted as ELECTRA's code does
+  (`data.electra_masking`: 85% `[MASK]`, 15% kept).
+
+A new objective adds a row: its model (a `BertTask` with the pretrainers'
+API), its batch transform, the variable `output_bias_init="unigram"` sets and
+its FLOPs per sequence for the throughput line.
+"""
+
+import dataclasses
+from collections.abc import Callable
+
+from keras_bert_app import errors, presets
+
+DEFAULT_OBJECTIVE = "mlm_nsp"
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+    """What `kba.pretrain` needs to know about one objective.
+
+    Attributes:
+        name: str. The `objective` argument's value.
+        default_learning_rate: float. Peak rate when none is given.
+        check: callable(settings, resolved). Errors for arguments this
+            objective cannot use, before any data is read.
+        build: callable(settings, resolved, resuming) -> an uncompiled model.
+        prepare_batches: callable(dataset, settings, resolved) -> dataset.
+        masked_lm_head: callable(model) -> the masked-LM head (its
+            `output_bias` is what `output_bias_init="unigram"` sets).
+        training_flops: callable(model, settings) -> FLOPs of one training
+            step on one sequence.
+    """
+
+    name: str
+    default_learning_rate: float
+    check: Callable
+    build: Callable
+    prepare_batches: Callable
+    masked_lm_head: Callable
+    training_flops: Callable
+
+
+def get_objective(name):
+    """The `Objective` of a name; `ArgumentError` naming "objective" for an unknown one."""
+    errors.check_choice("objective", name, tuple(OBJECTIVES))
+    return OBJECTIVES[name]
+
+
+# === Shared ===
+def _overrides(settings):
+    # `dropout` changes this run's model only (see run_folder.write_preset).
+    return {} if settings.dropout is None else {"dropout": settings.dropout}
+
+
+def _check_has_weights(settings, resolved, resuming):
+    builtin = settings.preset in presets.names() and not _is_dir(settings.preset)
+    if not resolved.has_weights and not builtin:
+        raise errors.ArgumentError(
+            "preset",
+            f"preset {settings.preset!r} is a folder with no {presets.ENCODER_WEIGHTS_FILE}"
+            + (" (the run being resumed started from it)" if resuming else "")
+            + ": pass a preset folder with weights, or a built-in name for fresh weights.",
+        )
+
+
+def _is_dir(path):
+    import pathlib
+
+    return pathlib.Path(path).is_dir()
+
+
+def _unchanged(dataset, settings, resolved):
+    return dataset
+
+
+# === mlm_nsp ===
+def _check_bert(settings, resolved):
+    for name in ("generator_size", "rtd_weight"):
+        if getattr(settings, name) is not None:
+            raise errors.ArgumentError(name, f"{name} is an option of objective 'electra'; the objective is '{settings.objective}'.")
+
+
+def _build_bert(settings, resolved, resuming):
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
+
+    _check_has_weights(settings, resolved, resuming)
+    overrides = _overrides(settings)
+    nsp = settings.next_sentence_prediction
+    if resuming or not resolved.has_weights:
+        if not resuming:
+            settings.say(f"Preset {settings.preset!r} has no weights here: starting from freshly initialised weights.")
+        encoder = BertEncoder(**{**resolved.config["encoder"], **overrides})
+        return BertPretrainer(encoder, next_sentence_prediction=nsp)
+    settings.say(f"Starting from the weights of preset {settings.preset!r}.")
+    if resolved.source_format is None and not (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
+        settings.say(f"  (no {HEAD_WEIGHTS_FILE} there: fresh pretraining heads)")
+    return BertPretrainer.from_preset(resolved.folder, next_sentence_prediction=nsp, **overrides)
+
+
+def _bert_flops(pretrainer, settings):
+    from keras_bert_app.training.throughput import bert_training_flops
+
+    encoder = pretrainer.encoder
+    return bert_training_flops(
+        encoder.num_layers, encoder.hidden_dim, encoder.intermediate_dim,
+        encoder.vocabulary_size, settings.max_seq_length, settings.max_predictions,
+    )
+
+
+# === electra ===
+def _check_electra(settings, resolved):
+    from keras_bert_app.models.electra_pretrainer import generator_config, read_generator_config
+
+    saved = read_generator_config(resolved.folder) if resolved.source_format is None else None
+    if settings.generator_size is not None or saved is None:
+        expected = generator_config(resolved.config["encoder"], settings.generator_size or 0.25)  # sizes checked here
+        if saved is not None and expected["hidden_dim"] != saved["hidden_dim"]:
+            raise errors.ArgumentError(
+                "generator_size",
+                f"generator_size {settings.generator_size} asks for a generator {expected['hidden_dim']} wide, but "
+                f"preset {settings.preset!r} holds one {saved['hidden_dim']} wide: drop --generator-size to continue it.",
+            )
+    if _mask_token_id(resolved) is None:  # no vocabulary at all: the preset's own error
+        raise errors.ArgumentError(
+            "preset", f"preset {settings.preset!r} has no vocabulary with a [MASK] token: ELECTRA's masking needs it."
+        )
+
+
+def _electra_arguments(settings):
+    arguments = {}
+    if settings.generator_size is not None:
+        arguments["generator_size"] = settings.generator_size
+    if settings.rtd_weight is not None:
+        arguments["rtd_weight"] = settings.rtd_weight
+    return arguments
+
+
+def _build_electra(settings, resolved, resuming):
+    import warnings
+
+    from keras_bert_app.models.electra_pretrainer import HEAD_WEIGHTS_FILE, ElectraPretrainer
+
+    _check_has_weights(settings, resolved, resuming)
+    arguments = {**_electra_arguments(settings), "seed": settings.seed, **_overrides(settings)}
+    load_weights = resolved.has_weights and not resuming
+    if not load_weights and not resuming:
+        settings.say(f"Preset {settings.preset!r} has no weights here: starting from freshly initialised weights.")
+    elif load_weights:
+        settings.say(f"Starting from the weights of preset {settings.preset!r}.")
+        if resolved.source_format is not None or not (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
+            settings.say(f"  (no {HEAD_WEIGHTS_FILE} there: a fresh generator and heads)")
+    source = resolved.folder if resolved.has_weights else settings.preset
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*fresh weights.*")  # said above
+        pretrainer = ElectraPretrainer.from_preset(source, load_weights=load_weights, **arguments)
+    generator = pretrainer.generator
+    settings.say(
+        f"ELECTRA: generator {generator.num_layers} layers x {generator.hidden_dim} wide, {generator.num_heads} "
+        f"head(s), feed-forward {generator.intermediate_dim}; discriminator {pretrainer.encoder.hidden_dim} wide; "
+        f"replaced-token loss weight {pretrainer.rtd_weight:g}."
+    )
+    return pretrainer
+
+
+def _mask_token_id(resolved):
+    tokens = resolved.vocabulary_path.read_text(encoding="utf-8").splitlines()
+    return tokens.index("[MASK]") if "[MASK]" in tokens else None
+
+
+def _electra_batches(dataset, settings, resolved):
+    from keras_bert_app.data.electra_masking import electra_masking
+
+    return electra_masking(dataset, _mask_token_id(resolved), seed=settings.seed)
+
+
+def _electra_flops(pretrainer, settings):
+    from keras_bert_app.training.throughput import bert_training_flops
+
+    discriminator, generator = pretrainer.encoder, pretrainer.generator
+    sequence = settings.max_seq_length
+    # The discriminator: every token, plus its H x H head; the generator: a small BERT with its masked LM.
+    return bert_training_flops(
+        discriminator.num_layers, discriminator.hidden_dim, discriminator.intermediate_dim,
+        discriminator.vocabulary_size, sequence, 0,
+    ) + 3 * sequence * 2 * discriminator.hidden_dim**2 + bert_training_flops(
+        generator.num_layers, generator.hidden_dim, generator.intermediate_dim,
+        generator.vocabulary_size, sequence, settings.max_predictions,
+    )
+
+
+OBJECTIVES = {
+    "mlm_nsp": Objective(
+        name="mlm_nsp",
+        default_learning_rate=1e-4,  # BERT (Devlin et al. 2018, A.2)
+        check=_check_bert,
+        build=_build_bert,
+        prepare_batches=_unchanged,
+        masked_lm_head=lambda pretrainer: pretrainer.masked_lm_head,
+        training_flops=_bert_flops,
+    ),
+    "electra": Objective(
+        name="electra",
+        default_learning_rate=5e-4,  # ELECTRA-Small (Clark et al. 2020, appendix A)
+        check=_check_electra,
+        build=_build_electra,
+        prepare_batches=_electra_batches,
+        masked_lm_head=lambda pretrainer: pretrainer.generator_head,
+        training_flops=_electra_flops,
+    ),
+}

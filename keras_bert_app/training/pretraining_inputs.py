@@ -1,0 +1,121 @@
+"""Which batches a pretraining run reads: TFRecords or a corpus, their shape, checked against the model."""
+
+import glob
+import os
+from collections.abc import Sequence
+
+from keras_bert_app import errors
+
+DATA_FEATURES = (
+    "input_ids", "input_mask", "segment_ids", "masked_lm_positions",
+    "masked_lm_ids", "masked_lm_weights", "next_sentence_labels",
+)
+
+
+def corpus_files(corpus):
+    """The corpus patterns as a tuple of str, each matching at least one file."""
+    if isinstance(corpus, (str, os.PathLike)):
+        corpus = [corpus]
+    if not isinstance(corpus, Sequence) or not corpus:
+        raise errors.ArgumentTypeError(
+            "corpus", f"corpus must be a file pattern or a non-empty list of them; got {corpus!r}."
+        )
+    patterns = tuple(
+        os.fspath(errors.check_type("corpus", pattern, (str, os.PathLike), "a file pattern (str or path)"))
+        for pattern in corpus
+    )
+    missing = [pattern for pattern in patterns if not glob.glob(os.path.expanduser(pattern))]
+    if missing:
+        raise errors.MissingFileError("corpus", f"corpus: no file matches {missing}.")
+    return patterns
+
+
+def data_shape(settings, encoder_config):
+    """`max_seq_length` and `max_predictions` of the data, checked against the records and the model."""
+    if settings.data is not None:
+        found = records_shape(settings.data)
+        for name, given, value in zip(("max_seq_length", "max_predictions"),
+                                      (settings.max_seq_length, settings.max_predictions), found):
+            if given is not None and given != value:
+                raise errors.ArgumentError(name, f"{name} is {given} but the records in {settings.data!r} hold {value}.")
+        if found[1] == 0:
+            raise errors.DataError(
+                f"The records in {settings.data!r} hold no masked positions (masked_lm_positions is empty): "
+                f"the {settings.objective} objective predicts them. Write records with --max-predictions-per-seq "
+                "above 0, or pass --corpus."
+            )
+        shape = found
+    else:
+        shape = (settings.max_seq_length or 128, settings.max_predictions or 20)
+    limit = encoder_config.get("max_sequence_length", 512)
+    if shape[0] > limit:
+        raise errors.ArgumentError(
+            "max_seq_length", f"Sequences of {shape[0]} tokens are longer than the model's max_sequence_length {limit}."
+        )
+    return {"max_seq_length": shape[0], "max_predictions": shape[1]}
+
+
+def records_shape(pattern):
+    """Feature lengths of the first record, after checking the feature names."""
+    import tensorflow as tf
+
+    files = sorted(tf.io.gfile.glob(pattern))
+    if not files:
+        raise errors.MissingFileError("data", f"data: no file matches {pattern!r}.")
+    try:
+        raw = next(iter(tf.data.TFRecordDataset(files[0]).take(1)), None)
+    except tf.errors.OpError as error:
+        raise errors.DataError(f"{files[0]} is not a readable TFRecord file ({error.message.splitlines()[0]}).") from None
+    if raw is None:
+        raise errors.DataError(f"{files[0]} holds no record.")
+    example = tf.train.Example.FromString(raw.numpy())
+    features = example.features.feature
+    if set(features) != set(DATA_FEATURES):
+        raise errors.DataError(
+            f"{files[0]}: expected pretraining features {sorted(DATA_FEATURES)}; got {sorted(features)}."
+        )
+
+    def length(name):
+        feature = features[name]
+        return len(feature.int64_list.value) or len(feature.float_list.value)
+
+    shape = (length("input_ids"), length("masked_lm_positions"))
+    for name, expected in (("input_mask", shape[0]), ("segment_ids", shape[0]),
+                           ("masked_lm_ids", shape[1]), ("masked_lm_weights", shape[1])):
+        if length(name) != expected:
+            raise errors.DataError(f"{files[0]}: feature {name!r} has length {length(name)}, expected {expected}.")
+    return shape
+
+
+def pretraining_batches(settings, resolved, repeat=True):
+    """The global-batch dataset, repeated forever (fit stops after `steps`) or one pass.
+
+    Full batches only, so every step has the same global batch (and splits
+    evenly across replicas). The objective's own transform (ELECTRA's
+    masking) comes after the repeat, so every epoch gets fresh draws.
+    """
+    from keras_bert_app.training.objectives import get_objective
+
+    if settings.data is not None:
+        from keras_bert_app.data.pretraining_records import pretraining_dataset
+
+        dataset = pretraining_dataset(
+            settings.data, settings.batch_size, max_seq_length=settings.max_seq_length,
+            max_predictions_per_seq=settings.max_predictions, shuffle=True, seed=settings.seed,
+            repeat=repeat, drop_remainder=True,
+        )
+    else:
+        from keras_bert_app.data.dynamic_pretraining import dynamic_pretraining_dataset
+
+        dataset = dynamic_pretraining_dataset(
+            list(settings.corpus), _tokenizer(resolved), settings.batch_size, max_seq_length=settings.max_seq_length,
+            max_predictions_per_seq=settings.max_predictions, seed=settings.seed, drop_remainder=True,
+        )
+        dataset = dataset.repeat() if repeat else dataset
+    return get_objective(settings.objective).prepare_batches(dataset, settings, resolved)
+
+
+def _tokenizer(resolved):
+    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+
+    return BertTokenizer.from_preset(resolved.folder)

@@ -1,0 +1,180 @@
+"""`pretrain --objective electra`: a tiny run end to end, kill -9 and resume, bad input, learning on Wikipedia."""
+
+import csv
+import json
+import os
+import pathlib
+import signal
+import time
+
+import numpy as np
+import pytest
+
+from keras_bert_app import errors, presets
+from tests.training.test_pretrain import (
+    PREDICTIONS,
+    TINY_ENCODER,
+    _final_weights,
+    _finish,
+    _run_cli,
+    _write_records,
+)
+
+ELECTRA_COLUMNS = (
+    "loss", "generator_mlm_loss", "generator_mlm_accuracy", "discriminator_loss", "discriminator_accuracy",
+    "discriminator_precision", "discriminator_recall", "replaced_token_rate",
+)
+SHARED = pathlib.Path("/work/shared/data")
+
+
+@pytest.fixture(scope="module")
+def electra_inputs(tmp_path_factory):
+    """A tiny preset (4 heads, so a 1/4 generator has one), TFRecords and a small corpus in its vocabulary."""
+    import keras
+
+    from keras_bert_app.models.bert_encoder import BertEncoder
+
+    root = tmp_path_factory.mktemp("electra_inputs")
+    preset = root / "tiny_preset"
+    keras.utils.set_random_seed(0)
+    BertEncoder(**{**TINY_ENCODER, "num_heads": 4}).save_to_preset(preset)
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"tok{i}" for i in range(TINY_ENCODER["vocabulary_size"] - 5)]
+    (preset / "vocab.txt").write_text("\n".join(tokens) + "\n")
+    presets.write_config_entry(preset, "tokenizer", {"vocabulary": "vocab.txt", "lowercase": True})
+    _write_records(root / "data.tfrecord", 64)
+    rng = np.random.default_rng(0)
+    documents = [
+        "\n".join(" ".join(f"tok{i}" for i in rng.integers(0, 40, 8)) for _ in range(6)) for _ in range(8)
+    ]
+    (root / "corpus.txt").write_text("\n\n".join(documents) + "\n")
+    return preset, root / "data.tfrecord", root / "corpus.txt"
+
+
+def _electra_command(preset, data, output, steps=8, extra=()):
+    return [
+        "pretrain", "--objective", "electra", "--preset", str(preset), "--data", str(data), "--output", str(output),
+        "--batch-size", "8", "--steps", str(steps), "--warmup-steps", "2", "--learning-rate", "1e-3",
+        "--checkpoint-every", "2", "--no-jit-compile", "--verbose", "2", *extra,
+    ]
+
+
+@pytest.fixture(scope="module")
+def electra_run(electra_inputs, tmp_path_factory):
+    preset, data, _ = electra_inputs
+    run_dir = tmp_path_factory.mktemp("electra_uninterrupted") / "run"
+    code, log = _finish(_run_cli(_electra_command(preset, data, run_dir)))
+    assert code == 0, log[-3000:]
+    return run_dir, log
+
+
+def test_an_electra_run_logs_both_models_and_writes_both_presets(electra_run):
+    import keras_bert_app as kba
+    from keras_bert_app.models.electra_pretrainer import ElectraPretrainer
+
+    run_dir, log = electra_run
+    assert "ELECTRA: generator 1 layers x 2 wide, 1 head(s)" in log
+    assert "tokens/s" in log
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    assert len(rows) == 4  # 8 steps, a checkpoint every 2
+    for column in ELECTRA_COLUMNS:
+        assert column in rows[0], column
+        assert np.isfinite(float(rows[-1][column]))
+    assert any((run_dir / "logs").rglob("*tfevents*"))
+    run_config = json.loads((run_dir / "run_config.json").read_text())
+    assert (run_config["objective"], run_config["generator_size"], run_config["learning_rate"]) == ("electra", None, 1e-3)
+    # The discriminator is an encoder preset; the generator a masked LM of its own; both together resume ELECTRA.
+    encoder = kba.BertEncoder.from_preset(run_dir / "preset")
+    assert encoder.hidden_dim == 8
+    generator = kba.BertPretrainer.from_preset(run_dir / "preset" / "generator")
+    assert generator.encoder.hidden_dim == 2 and generator.next_sentence_head is None
+    assert (run_dir / "preset" / "generator" / "vocab.txt").is_file()
+    pretrainer = ElectraPretrainer.from_preset(run_dir / "preset")
+    assert pretrainer.generator.embeddings is pretrainer.encoder.embeddings
+
+
+@pytest.mark.large
+def test_corpus_with_dynamic_masking_in_python(electra_inputs, tmp_path):
+    import keras_bert_app as kba
+
+    preset, _, corpus = electra_inputs
+    run_dir = kba.pretrain(
+        preset, tmp_path / "run", 2, corpus=str(corpus), objective="electra", generator_size=0.5, rtd_weight=10.0,
+        batch_size=4, max_seq_length=16, max_predictions=3, checkpoint_every=2, jit_compile=False, verbose=0,
+        log=None,
+    )
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    assert float(rows[-1]["replaced_token_rate"]) > 0
+    config = presets.read_config(run_dir / "preset")
+    assert config["electra_pretrainer"]["config"]["rtd_weight"] == 10.0
+    assert config["electra_pretrainer"]["config"]["generator"]["hidden_dim"] == 4
+
+
+def test_bad_electra_input_gives_one_clear_error(electra_inputs, electra_run, tmp_path):
+    import keras_bert_app as kba
+
+    preset, data, _ = electra_inputs
+    common = dict(data=str(data), batch_size=8, checkpoint_every=2, jit_compile=False, verbose=0, log=None)
+    cases = [
+        (dict(generator_size=0.5), errors.ArgumentError, "generator_size", "is an option of objective 'electra'"),
+        (dict(objective="electra", generator_size=0.3), errors.ArgumentError, "generator_size", "does not divide"),
+        (dict(objective="electra", generator_size=-1.0), errors.ArgumentError, "generator_size", "must be > 0"),
+        (dict(objective="electra", rtd_weight="50"), errors.ArgumentTypeError, "rtd_weight", "must be a number"),
+        (dict(objective="bert"), errors.ArgumentError, "objective", "objective must be one of"),
+    ]
+    for overrides, error_type, argument, message in cases:
+        with pytest.raises(error_type, match=message) as error:
+            kba.pretrain(preset, tmp_path / "run", 2, **{**common, **overrides})
+        assert error.value.argument == argument, (overrides, error.value)
+    assert not (tmp_path / "run").exists()
+    # A finished ELECTRA run's folder is not resumed as another objective.
+    with pytest.raises(errors.ArgumentError, match="objective: 'electra' there, 'mlm_nsp' now"):
+        kba.pretrain(preset, electra_run[0], 8, **{**common, "warmup_steps": 2, "learning_rate": 1e-3})
+    # Records without masked positions.
+    empty = tmp_path / "empty.tfrecord"
+    _write_empty_prediction_records(empty)
+    with pytest.raises(errors.DataError, match="hold no masked positions"):
+        kba.pretrain(preset, tmp_path / "run2", 2, **{**common, "data": str(empty), "objective": "electra"})
+    # A generator larger than the discriminator: a warning (here followed by the folder's error).
+    with pytest.warns(UserWarning, match="larger than the discriminator"), pytest.raises(errors.ArgumentError):
+        kba.pretrain(preset, electra_run[0], 8, **{**common, "objective": "electra", "generator_size": 2.0})
+
+
+def _write_empty_prediction_records(path):
+    import tensorflow as tf
+
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        int_feature = lambda values: tf.train.Feature(int64_list=tf.train.Int64List(value=values))  # noqa: E731
+        features = {
+            "input_ids": int_feature([2, 7, 3, 0]), "input_mask": int_feature([1, 1, 1, 0]),
+            "segment_ids": int_feature([0] * 4), "masked_lm_positions": int_feature([]),
+            "masked_lm_ids": int_feature([]), "next_sentence_labels": int_feature([0]),
+            "masked_lm_weights": tf.train.Feature(float_list=tf.train.FloatList(value=[])),
+        }
+        writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
+
+
+@pytest.mark.large
+def test_kill_9_mid_run_then_rerun_ends_like_an_uninterrupted_run(electra_inputs, electra_run, tmp_path):
+    """Weights, optimizer, schedule, data position and the sampler's random state all resume."""
+    from keras_bert_app.training.checkpointing import list_checkpoints
+
+    preset, data, _ = electra_inputs
+    run_dir = tmp_path / "run"
+    process = _run_cli(_electra_command(preset, data, run_dir))
+    deadline = time.time() + 900
+    while time.time() < deadline and not list_checkpoints(run_dir / "checkpoints"):
+        time.sleep(0.2)
+    assert list_checkpoints(run_dir / "checkpoints"), "no checkpoint before the deadline"
+    os.kill(process.pid, signal.SIGKILL)
+    process.communicate()
+    killed_at = list_checkpoints(run_dir / "checkpoints")[-1][0]
+    assert killed_at < 8
+
+    code, log = _finish(_run_cli(_electra_command(preset, data, run_dir)))
+    assert code == 0, log[-3000:]
+    assert f"Resumed from step {killed_at} of 8" in log
+    expected = _final_weights(electra_run[0])
+    got = _final_weights(run_dir)
+    assert expected.keys() == got.keys()
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
