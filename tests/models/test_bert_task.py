@@ -112,14 +112,17 @@ def _write_legacy_task_preset(model, folder, label_names=None):
     ],
     ids=["classifier", "question_answerer", "multiple_choice", "token_classifier"],
 )
-def test_task_models_compile_with_the_papers_schedule(factory):
+def test_task_models_compile_with_the_fine_tuning_recipe(factory):
     model = factory()
     assert isinstance(model, BertTask) and "compile" not in type(model).__dict__
     model.compile(learning_rate=3e-5, total_steps=100, warmup_ratio=0.2, jit_compile=False)
     optimizer = model.optimizer
     assert isinstance(optimizer, keras.optimizers.AdamW)
-    assert optimizer.get_config()["learning_rate"]["config"] == {"peak_learning_rate": 3e-5, "total_steps": 100, "warmup_steps": 20}
-    assert (optimizer.weight_decay, optimizer.epsilon, optimizer.global_clipnorm) == (0.01, 1e-6, 1.0)
+    # HF Trainer's where the paper is silent: ceil(0.2 * 100) warmup steps, decay from the warmup's end, epsilon 1e-8.
+    assert optimizer.get_config()["learning_rate"]["config"] == {
+        "peak_learning_rate": 3e-5, "total_steps": 100, "warmup_steps": 20, "decay_from_warmup": True,
+    }
+    assert (optimizer.weight_decay, optimizer.epsilon, optimizer.global_clipnorm) == (0.01, 1e-8, 1.0)
     model.compile()  # no total_steps: a constant rate
     assert float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)) == pytest.approx(5e-5)
 
@@ -129,8 +132,9 @@ def test_pretrainer_is_a_task_with_the_pretraining_recipe():
     assert isinstance(pretrainer, BertTask) and "compile" not in type(pretrainer).__dict__
     pretrainer.compile(total_steps=1000)
     assert pretrainer.optimizer.get_config()["learning_rate"]["config"] == {
-        "peak_learning_rate": 1e-4, "total_steps": 1000, "warmup_steps": 10,
+        "peak_learning_rate": 1e-4, "total_steps": 1000, "warmup_steps": 10, "decay_from_warmup": False,
     }
+    assert pretrainer.optimizer.epsilon == 1e-6  # the original optimization.py
 
 
 # --- One weights format ---

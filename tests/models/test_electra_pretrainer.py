@@ -246,3 +246,16 @@ def test_bad_generators_are_clear_errors():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ElectraPretrainer(discriminator, generator_size=0.5)
+
+
+def test_the_sampler_state_is_saved_with_the_weights(tmp_path):
+    """A model restored from a weights file draws what the saved one would have drawn next (resuming runs)."""
+    pretrainer = _pretrainer()
+    x, _, _, _ = make_batch()
+    pretrainer(x)  # advance the random state
+    path = str(tmp_path / "model.weights.h5")
+    pretrainer.save_weights(path)
+    expected = numpy(pretrainer(x)["sampled_ids"])
+    restored = _pretrainer()
+    restored.load_weights(path)
+    np.testing.assert_array_equal(numpy(restored(x)["sampled_ids"]), expected)
