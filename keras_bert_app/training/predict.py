@@ -120,6 +120,7 @@ def evaluate(
     split = fine_tuned.featurize("input", examples)
     log(fine_tuned.summary(split))
     model = fine_tuned.build_model(preset)
+    model.compile()  # XLA where `finetune` used it: the scores of its dev predictions, near-ties included
     predictions = fine_tuned.decode(split, fine_tuned.logits(model, split, batch_size))
     return {**fine_tuned.metrics(split, predictions), **fine_tuned.statistics(split)}
 
