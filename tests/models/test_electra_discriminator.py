@@ -8,7 +8,6 @@ from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.models.electra_discriminator import ElectraDiscriminator
 from tests.model_battery import run_model_battery
 
-pytestmark = pytest.mark.all_backends
 
 
 def tiny_encoder():
@@ -31,6 +30,7 @@ def _numpy(value):
     return keras.ops.convert_to_numpy(value)
 
 
+@pytest.mark.all_backends
 def test_one_logit_per_token_from_dense_gelu_dense():
     from scipy.special import erf
 
@@ -44,13 +44,14 @@ def test_one_logit_per_token_from_dense_gelu_dense():
     np.testing.assert_allclose(_numpy(model(x)["rtd"]), expected, atol=1e-5)
 
 
-def test_battery(tmp_path):
+def test_battery(tmp_path):  # TensorFlow only: the converted logits are checked on every backend (tests/convert)
     run_model_battery(
         lambda: ElectraDiscriminator(tiny_encoder()), batch(), "rtd", tmp_path,
         variable_length_inputs=[batch(seq=5), batch(seq=17)],
     )
 
 
+@pytest.mark.all_backends
 def test_preset_round_trip_keeps_the_head(tmp_path):
     model = ElectraDiscriminator(tiny_encoder())
     x = batch()
