@@ -1,25 +1,28 @@
 """ElectraPretrainer: a small generator fills the masked positions, the encoder finds the replaced tokens."""
 
-import math
 import warnings
 
 import keras
 from keras import ops
 
-from keras_bert_app import errors, presets
+from keras_bert_app import errors
 from keras_bert_app.convert import resolve
 from keras_bert_app.layers.masked_lm_head import MaskedLMHead
 from keras_bert_app.layers.replaced_token_head import ReplacedTokenHead
 from keras_bert_app.layers.replaced_token_sampler import ReplacedTokenSampler, position_indicator
-from keras_bert_app.models import head_weights
 from keras_bert_app.models.bert_encoder import _CONFIG_KEYS, INPUT_NAMES, BertEncoder
 from keras_bert_app.models.bert_task import BertTask
+from keras_bert_app.models.electra_generator import (  # noqa: F401  (generator_config, read_generator_config: public here too)
+    CONFIG_ENTRY,
+    DEFAULT_GENERATOR_SIZE,
+    build_generator,
+    generator_config,
+    read_generator_config,
+)
 
 HEAD_WEIGHTS_FILE = "electra_pretrainer.weights.h5"
-CONFIG_ENTRY = "electra_pretrainer"
 GENERATOR_FOLDER = "generator"
 # The official recipe (google-research/electra `configure_pretraining.py`, ELECTRA-Small).
-DEFAULT_GENERATOR_SIZE = 0.25
 DEFAULT_RTD_WEIGHT = 50.0
 PAPER_LEARNING_RATE = 5e-4
 PAPER_TOTAL_STEPS = 1_000_000
@@ -33,65 +36,6 @@ METRIC_NAMES = (
     "discriminator_recall",
     "replaced_token_rate",
 )
-
-
-def generator_config(discriminator_config, generator_size=DEFAULT_GENERATOR_SIZE):
-    """The config of ELECTRA's generator for a discriminator config: `generator_size` of its width.
-
-    Hidden width, attention heads and feed-forward width are scaled by
-    `generator_size` (the official small recipe: 1/4; the paper uses 1/3 for
-    base), with at least one head; depth, vocabulary, positions and the
-    embedding width E (the tables are shared) stay the discriminator's.
-
-    Args:
-        discriminator_config: dict. A `BertEncoder` config.
-        generator_size: float. Fraction of the discriminator's size, > 0.
-            Above 1 (a generator larger than the discriminator) warns: the
-            ELECTRA authors found it destabilises training.
-
-    Returns:
-        dict. A `BertEncoder` config (keyword arguments).
-
-    Raises:
-        keras_bert_app.errors.ArgumentError: a size that does not divide the
-            heads (`heads * size` not whole, when at least 1) or gives a
-            width that the heads do not divide.
-    """
-    errors.check_number("generator_size", generator_size, minimum=0, minimum_inclusive=False)
-    if generator_size > 1:
-        warnings.warn(
-            f"generator_size {generator_size} makes the generator larger than the discriminator; the ELECTRA "
-            "authors found generators 1/4 to 1/2 the discriminator's size work best and larger ones destabilise "
-            "training.",
-            stacklevel=2,
-        )
-    hidden, heads, intermediate = (
-        discriminator_config["hidden_dim"], discriminator_config["num_heads"], discriminator_config["intermediate_dim"]
-    )
-    exact_heads = heads * generator_size
-    if exact_heads >= 1 and not math.isclose(exact_heads, round(exact_heads), abs_tol=1e-6):
-        raise errors.ArgumentError(
-            "generator_size",
-            f"generator_size {generator_size} does not divide the discriminator's {heads} attention heads "
-            f"({heads} x {generator_size} = {exact_heads:g}); pick a size that gives a whole number of heads.",
-        )
-    generator_heads = max(1, round(exact_heads))
-    exact_hidden = hidden * generator_size
-    generator_hidden = round(exact_hidden)
-    if not math.isclose(exact_hidden, generator_hidden, abs_tol=1e-6) or generator_hidden % generator_heads:
-        raise errors.ArgumentError(
-            "generator_size",
-            f"generator_size {generator_size} gives a generator width of {exact_hidden:g} "
-            f"(hidden_dim {hidden} x {generator_size}), not a whole multiple of its {generator_heads} head(s).",
-        )
-    config = {key: discriminator_config[key] for key in _CONFIG_KEYS if key in discriminator_config}
-    config.update(
-        hidden_dim=generator_hidden,
-        num_heads=generator_heads,
-        intermediate_dim=max(1, round(intermediate * generator_size)),
-        embedding_dim=discriminator_config.get("embedding_dim") or hidden,
-    )
-    return config
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -173,7 +117,7 @@ class ElectraPretrainer(BertTask):
         errors.check_type("encoder", encoder, BertEncoder, "a BertEncoder (the discriminator)")
         errors.check_number("rtd_weight", rtd_weight, minimum=0)
         errors.check_number("temperature", temperature, minimum=0, minimum_inclusive=False)
-        generator = _generator_encoder(encoder, generator, generator_size)
+        generator = build_generator(encoder, generator, generator_size)
         # === Layers ===
         generator_head = MaskedLMHead(
             generator.token_embedding,
@@ -365,41 +309,9 @@ class ElectraPretrainer(BertTask):
         return masked_lm.save_to_preset(preset_dir)
 
 
-def _generator_encoder(encoder, generator, generator_size):
-    """The generator: given (sharing the embeddings), built from a config, or sized from the discriminator."""
-    if generator is None:
-        generator = generator_config(encoder.get_config(), generator_size)
-    if isinstance(generator, dict):
-        config = {**generator, "embedding_dim": generator.get("embedding_dim") or generator["hidden_dim"]}
-        discriminator_width = encoder.embeddings.hidden_dim
-        if config["embedding_dim"] != discriminator_width:
-            raise errors.ArgumentError(
-                "generator",
-                f"The generator's embedding width {config['embedding_dim']} differs from the discriminator's "
-                f"{discriminator_width}: ELECTRA's generator and discriminator share their embedding tables.",
-            )
-        return BertEncoder(
-            **config, shared_embeddings=encoder.embeddings, dtype=encoder.dtype_policy, name="generator"
-        )
-    errors.check_type("generator", generator, BertEncoder, "a BertEncoder, a BertEncoder config or None")
-    if generator.embeddings is not encoder.embeddings:
-        raise errors.ArgumentError(
-            "generator",
-            "The generator must share the discriminator's embeddings: build it with "
-            "BertEncoder(..., shared_embeddings=discriminator.embeddings), or pass its config.",
-        )
-    return generator
-
-
 def _labels_and_weights(y, sample_weight):
     """The masked-LM labels (int32) and weights (float32, 1 where no weights are given)."""
     labels = ops.cast(y["mlm"] if isinstance(y, dict) else y, "int32")
     weights = sample_weight.get("mlm") if isinstance(sample_weight, dict) else sample_weight
     weights = ops.ones(ops.shape(labels), "float32") if weights is None else ops.cast(weights, "float32")
     return labels, weights
-
-
-def read_generator_config(preset_dir):
-    """The generator config saved in an ELECTRA preset folder, or None (no `electra_pretrainer` entry)."""
-    entry = presets.read_config(preset_dir).get(CONFIG_ENTRY, {})
-    return entry.get("config", {}).get("generator")
