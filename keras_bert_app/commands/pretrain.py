@@ -4,6 +4,8 @@
         --batch-size 32 --steps 10000 --learning-rate 1e-4 --warmup-steps 100
     keras-bert-app pretrain --objective electra --preset bert_tiny_uncased --corpus wiki.txt \\
         --output runs/electra --steps 10000
+    keras-bert-app pretrain --preset bert_base_chinese --corpus zh/*.txt --output runs/zh \\
+        --whole-word-masking --segmenter jieba --steps 10000
 
 Rerunning the same command after a kill continues from the last checkpoint.
 """
@@ -39,6 +41,20 @@ def add_arguments(parser):
     parser.add_argument("--no-nsp", action="store_true", help="masked LM only (no NSP head)")
     parser.add_argument("--max-seq-length", type=int, default=None, help="--corpus: default 128; --data: read from the records")
     parser.add_argument("--max-predictions", type=int, default=None, help="--corpus: default 20; --data: read from the records")
+    masking = parser.add_argument_group("masking of --corpus (--data records hold their own)")
+    masking.add_argument("--whole-word-masking", action="store_true",
+                         help="mask a word's tokens together (## pieces; with --segmenter, Chinese words); "
+                              "the same as --masking whole_word")
+    masking.add_argument("--masking", choices=["token", "whole_word", "ngram"], default="token",
+                         help="token (the paper), whole_word, or ngram: n consecutive whole words, "
+                              "p(n) proportional to 1/n (ALBERT/ERNIE phrase masking)")
+    masking.add_argument("--max-ngram", type=int, default=3, metavar="N", help="longest n-gram with --masking ngram")
+    masking.add_argument("--segmenter", choices=["jieba"], default=None,
+                         help="cut runs of Chinese characters into words for whole-word/n-gram masking, once "
+                              'before the first epoch (needs jieba: pip install "keras-bert-app[zh]")')
+    masking.add_argument("--entity-masking", action="store_true",
+                         help="with --segmenter jieba: person, place and organisation names are units "
+                              "(jieba.posseg tags nr, ns, nt; ERNIE's entity-level masking)")
     parser.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (divides --steps; default near 1000)")
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument(
@@ -87,5 +103,10 @@ def run(args):
         objective=args.objective,
         generator_size=args.generator_size,
         rtd_weight=args.rtd_weight,
+        whole_word_masking=args.whole_word_masking,
+        masking=args.masking,
+        max_ngram=args.max_ngram,
+        segmenter=args.segmenter,
+        entity_masking=args.entity_masking,
     )
     return 0

@@ -40,13 +40,25 @@ CJK_RUN = re.compile(
 )
 
 
-def _import_jieba():
+def require_segmenter(segmenter):
+    """Check that segmenter `segmenter` (a name) can run, without loading its dictionary.
+
+    Raises:
+        keras_bert_app.errors.ArgumentError: an unknown name, or jieba not
+            installed (the message says how to install it).
+    """
+    errors.check_choice("segmenter", segmenter, SEGMENTERS)
     try:
         import jieba
     except ImportError:
         raise errors.ArgumentError(
             "segmenter", f"segmenter 'jieba' needs the jieba package, which is not installed: {INSTALL_HINT}."
         ) from None
+    return jieba
+
+
+def _import_jieba():
+    jieba = require_segmenter("jieba")
     jieba.setLogLevel(logging.WARNING)
     jieba.initialize()
     return jieba

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 from keras_bert_app import errors
 from keras_bert_app.training.objectives import DEFAULT_OBJECTIVE, OBJECTIVES, get_objective
-from keras_bert_app.training.pretraining_inputs import DATA_FEATURES, corpus_files, data_shape, pretraining_batches
+from keras_bert_app.training.pretraining_inputs import DATA_FEATURES, data_arguments, data_shape, pretraining_batches
 from keras_bert_app.training.run_folder import (
     PRESET_FOLDER,
     RUN_CONFIG_FILE,
@@ -72,6 +72,11 @@ class _Settings:
     objective: str = DEFAULT_OBJECTIVE
     generator_size: float | None = None
     rtd_weight: float | None = None
+    whole_word_masking: bool = False
+    masking: str = "token"
+    max_ngram: int = 3
+    segmenter: str | None = None
+    entity_masking: bool = False
 
     def say(self, message):
         if self.log is not None:
@@ -108,6 +113,11 @@ def pretrain(
     objective: str = DEFAULT_OBJECTIVE,
     generator_size: float | None = None,
     rtd_weight: float | None = None,
+    whole_word_masking: bool = False,
+    masking: str = "token",
+    max_ngram: int = 3,
+    segmenter: str | None = None,
+    entity_masking: bool = False,
 ) -> pathlib.Path:
     """Pretrain a BERT with masked LM (+ next sentence prediction) or ELECTRA, resumably, into a run folder.
 
@@ -169,6 +179,10 @@ def pretrain(
             0.25, or the starting ELECTRA preset's generator).
         rtd_weight: float or None. ELECTRA: weight of the replaced-token
             loss against the generator's masked-LM loss (default 50).
+        whole_word_masking, masking, max_ngram, segmenter, entity_masking:
+            `corpus`' masking, as `create_pretraining_data`'s: "token",
+            "whole_word" or "ngram"; segmenter "jieba" cuts Chinese into words
+            once, before the first epoch. Errors with `data` (records hold theirs).
 
     Returns:
         pathlib.Path of the run folder; its `preset/` is the result.
@@ -232,23 +246,15 @@ def _checked_settings(
     preset, output, steps, data, corpus, batch_size, learning_rate, warmup_steps, optimizer, weight_decay,
     accumulation_steps, strategy, tpu, mixed_precision, jit_compile, next_sentence_prediction, max_seq_length,
     max_predictions, checkpoint_every, seed, output_bias_init, dropout, peak_tflops, verbose, log,
-    objective=DEFAULT_OBJECTIVE, generator_size=None, rtd_weight=None,
+    objective=DEFAULT_OBJECTIVE, generator_size=None, rtd_weight=None, **corpus_masking,
 ):
     """Typed errors naming the argument for every bad value; defaults filled in. The inputs are not changed."""
     from keras_bert_app.training.distribution import STRATEGY_NAMES
 
-    path_like = (str, os.PathLike)
-    errors.check_type("preset", preset, path_like, "a preset name or folder (str or path)")
+    errors.check_type("preset", preset, (str, os.PathLike), "a preset name or folder (str or path)")
     output = errors.check_path("output", output)
     errors.check_int("steps", steps, minimum=1)
-    if (data is None) == (corpus is None):
-        raise errors.ArgumentError(
-            "data", "give exactly one of data (pretraining TFRecords) and corpus (text files for dynamic masking)."
-        )
-    if data is not None:
-        data = os.fspath(errors.check_type("data", data, path_like, "a file pattern (str or path)"))
-    if corpus is not None:
-        corpus = corpus_files(corpus)
+    inputs = data_arguments(data, corpus, max_seq_length, max_predictions, **corpus_masking)
     errors.check_int("batch_size", batch_size, minimum=1)
     errors.check_choice("objective", objective, tuple(OBJECTIVES))
     if learning_rate is None:
@@ -272,9 +278,6 @@ def _checked_settings(
     for name, value in (("mixed_precision", mixed_precision), ("jit_compile", jit_compile),
                         ("next_sentence_prediction", next_sentence_prediction)):
         errors.check_type(name, value, bool)
-    for name, value in (("max_seq_length", max_seq_length), ("max_predictions", max_predictions)):
-        if value is not None:
-            errors.check_int(name, value, minimum=1)
     if checkpoint_every is None:
         checkpoint_every = max(d for d in range(1, min(1000, steps) + 1) if steps % d == 0)
     errors.check_int("checkpoint_every", checkpoint_every, minimum=1)
@@ -296,11 +299,11 @@ def _checked_settings(
     if log is not None and not callable(log):
         raise errors.ArgumentTypeError("log", f"log must be a callable or None; got {type(log).__name__}.")
     return _Settings(
-        preset=os.fspath(preset), output=output, steps=steps, data=data, corpus=corpus, batch_size=batch_size,
+        preset=os.fspath(preset), output=output, steps=steps, **inputs, batch_size=batch_size,
         learning_rate=learning_rate, warmup_steps=warmup_steps, optimizer=optimizer, weight_decay=weight_decay,
         accumulation_steps=accumulation_steps, strategy=strategy, tpu=tpu, mixed_precision=mixed_precision,
-        jit_compile=jit_compile, next_sentence_prediction=next_sentence_prediction, max_seq_length=max_seq_length,
-        max_predictions=max_predictions, checkpoint_every=checkpoint_every, seed=seed,
+        jit_compile=jit_compile, next_sentence_prediction=next_sentence_prediction,
+        checkpoint_every=checkpoint_every, seed=seed,
         output_bias_init=output_bias_init, dropout=dropout, peak_tflops=peak_tflops, verbose=verbose, log=log,
         objective=objective, generator_size=generator_size, rtd_weight=rtd_weight,
     )
@@ -326,10 +329,6 @@ def _build_pretrainer(settings, resolved, resuming):
     return pretrainer
 
 
-def _dataset(settings, resolved, repeat=True):
-    return pretraining_batches(settings, resolved, repeat=repeat)
-
-
 def _init_output_bias(settings, resolved, pretrainer):
     """`output_bias_init="unigram"`: the bias of fresh heads at the data's log token frequencies."""
     import numpy as np
@@ -344,7 +343,7 @@ def _init_output_bias(settings, resolved, pretrainer):
             f"output_bias_init 'unigram' starts fresh pretraining heads, but the heads of preset "
             f"{settings.preset!r} are trained (their output bias is not zero): drop the option to continue from them.",
         )
-    counts = count_masked_targets(_dataset(settings, resolved, repeat=False), pretrainer.encoder.vocabulary_size)
+    counts = count_masked_targets(pretraining_batches(settings, resolved, False), pretrainer.encoder.vocabulary_size)
     bias.assign(unigram_output_bias(counts))
     settings.say(
         f"Masked-LM output bias set to the log frequencies of {int(counts.sum()):,} masked tokens "
@@ -368,7 +367,7 @@ def _train(settings, resolved, pretrainer, distribution, checkpoint_dir):
             f"Resumed from step {start_step} of {settings.steps} "
             f"(checkpoint {checkpoint_dir}/step-{start_step:08d}.weights.h5)."
         )
-    dataset = _dataset(settings, resolved).skip(start_step * batches_per_step)
+    dataset = pretraining_batches(settings, resolved).skip(start_step * batches_per_step)
 
     flops = get_objective(settings.objective).training_flops(pretrainer, settings)
     peak = settings.peak_tflops * 1e12 if settings.peak_tflops else peak_flops(num_devices=distribution.num_replicas)

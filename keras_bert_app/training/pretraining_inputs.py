@@ -12,6 +12,63 @@ DATA_FEATURES = (
 )
 
 
+# The masking of a corpus (dynamic masking), as `create_pretraining_data` has it; records hold their own.
+CORPUS_MASKING_DEFAULTS = {
+    "whole_word_masking": False, "masking": "token", "max_ngram": 3, "segmenter": None, "entity_masking": False,
+}
+
+
+def data_arguments(data, corpus, max_seq_length=None, max_predictions=None, **masking):
+    """`kba.pretrain`'s data arguments, checked: typed errors naming the argument.
+
+    Exactly one of `data` and `corpus`; the masking options
+    (`CORPUS_MASKING_DEFAULTS`) only with `corpus`, where a segmenter is
+    checked (known, installed) before any work.
+
+    Returns:
+        dict: `data` (str or None), `corpus` (tuple of patterns or None),
+        `max_seq_length`, `max_predictions` and the masking options,
+        `masking` as the scheme (`whole_word_masking=True` makes `token`
+        `whole_word`).
+    """
+    from keras_bert_app.data.masking import masking_scheme
+    from keras_bert_app.data.segmentation import require_segmenter
+
+    path_like = (str, os.PathLike)
+    if (data is None) == (corpus is None):
+        raise errors.ArgumentError(
+            "data", "give exactly one of data (pretraining TFRecords) and corpus (text files for dynamic masking)."
+        )
+    for name, value in (("max_seq_length", max_seq_length), ("max_predictions", max_predictions)):
+        if value is not None:
+            errors.check_int(name, value, minimum=1)
+    shape = {"max_seq_length": max_seq_length, "max_predictions": max_predictions}
+    masking = {**CORPUS_MASKING_DEFAULTS, **masking}
+    if data is not None:
+        data = os.fspath(errors.check_type("data", data, path_like, "a file pattern (str or path)"))
+        for name, default in CORPUS_MASKING_DEFAULTS.items():
+            if masking[name] != default:
+                raise errors.ArgumentError(
+                    name,
+                    f"{name}={masking[name]!r} applies to corpus (dynamic masking) only: the records in {data!r} "
+                    "hold their masking already (create-pretraining-data chose it). Drop it, or pass corpus.",
+                )
+        return {"data": data, "corpus": None, **shape, **masking}
+    corpus = corpus_files(corpus)
+    segmenter, entity_masking = masking["segmenter"], masking["entity_masking"]
+    if segmenter is not None:
+        errors.check_type("segmenter", segmenter, str, "a segmenter name (str) or None")
+    scheme = masking_scheme(masking["masking"], masking["max_ngram"], masking["whole_word_masking"], segmenter)
+    errors.check_type("entity_masking", entity_masking, bool)
+    if entity_masking and segmenter != "jieba":
+        raise errors.ArgumentError(
+            "entity_masking", f"entity masking needs segmenter='jieba' (its part-of-speech tags); got {segmenter!r}."
+        )
+    if segmenter is not None:
+        require_segmenter(segmenter)
+    return {"data": None, "corpus": corpus, **shape, **masking, "masking": scheme}
+
+
 def corpus_files(corpus):
     """The corpus patterns as a tuple of str, each matching at least one file."""
     if isinstance(corpus, (str, os.PathLike)):
@@ -110,6 +167,8 @@ def pretraining_batches(settings, resolved, repeat=True):
         dataset = dynamic_pretraining_dataset(
             list(settings.corpus), _tokenizer(resolved), settings.batch_size, max_seq_length=settings.max_seq_length,
             max_predictions_per_seq=settings.max_predictions, seed=settings.seed, drop_remainder=True,
+            whole_word_masking=settings.whole_word_masking, masking=settings.masking, max_ngram=settings.max_ngram,
+            segmenter=settings.segmenter, entity_masking=settings.entity_masking, log=settings.say,
         )
         dataset = dataset.repeat() if repeat else dataset
     return get_objective(settings.objective).prepare_batches(dataset, settings, resolved)
