@@ -1,6 +1,5 @@
 """Cross-backend checks, each backend in its own process."""
 
-import json
 import os
 import subprocess
 import sys

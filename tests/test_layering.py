@@ -6,7 +6,6 @@ cycle cannot hide behind a lazy import.
 
 import ast
 import collections
-import importlib
 import inspect
 import pathlib
 

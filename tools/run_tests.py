@@ -10,6 +10,11 @@ With pytest-xdist installed (the `test` extra) each backend's tests run in
 `--workers` processes (default: the CPU count, at most 4), a test file per
 process at a time, so module-scoped fixtures are built once; `--workers 1`
 runs them in one process. pytest's slowest tests are listed at the end.
+
+Under TensorFlow, `KERAS_BERT_APP_JIT_COMPILE=0` makes the models' "auto"
+mean no XLA: compiling takes seconds per tiny model on a CPU, more than the
+tests' few steps run (the XLA tests, tests/training/test_xla.py, unset it
+and check XLA against no XLA). JAX keeps XLA: its op-by-op mode is slower.
 """
 
 import argparse
@@ -48,7 +53,8 @@ def main(argv=None):
             command,
             cwd=REPO_ROOT,
             # No test may reach a hub: HF libraries stay offline.
-            env=dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2", HF_HUB_OFFLINE="1"),
+            env=dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2", HF_HUB_OFFLINE="1",
+                     **({"KERAS_BERT_APP_JIT_COMPILE": "0"} if backend == "tensorflow" else {})),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

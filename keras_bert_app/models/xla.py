@@ -11,7 +11,15 @@ than one replica keeps Keras' own "auto". XLA on CPU cannot compile the
 cross-replica collectives (`CollectiveGatherV2`) that MirroredStrategy and
 MultiWorkerMirroredStrategy put into the train step, and Keras' "auto"
 already turns XLA on where it can (GPU) and TPUStrategy compiles anyway.
+
+The environment variable `KERAS_BERT_APP_JIT_COMPILE=0` makes "auto" mean no
+XLA on every backend (an explicit `jit_compile=True` still compiles): for
+many short runs, where XLA's compile time (seconds per model on a CPU) costs
+more than its faster steps save. The test runner sets it for TensorFlow,
+except in the tests of XLA itself.
 """
+
+import os
 
 import keras
 
@@ -20,8 +28,20 @@ from keras_bert_app import errors
 XLA_BACKENDS = ("tensorflow", "jax")
 
 
+JIT_COMPILE_VARIABLE = "KERAS_BERT_APP_JIT_COMPILE"
+_OFF, _ON = ("0", "false", "no", "off"), ("", "1", "true", "yes", "on", "auto")
+
+
 def default_jit_compile():
-    """True where the current backend compiles with XLA (TensorFlow, JAX)."""
+    """True where the current backend compiles with XLA (TensorFlow, JAX), unless the environment says no."""
+    setting = os.environ.get(JIT_COMPILE_VARIABLE, "").strip().lower()
+    if setting in _OFF:
+        return False
+    if setting not in _ON:
+        raise errors.ArgumentError(
+            JIT_COMPILE_VARIABLE,
+            f"environment variable {JIT_COMPILE_VARIABLE}={os.environ[JIT_COMPILE_VARIABLE]!r}: expected 0 or 1.",
+        )
     return keras.config.backend() in XLA_BACKENDS
 
 
@@ -38,7 +58,7 @@ def resolve_jit_compile(jit_compile="auto", model=None):
         if _replicas(model) > 1:
             return "auto"
         return default_jit_compile()
-    if jit_compile and not default_jit_compile():
+    if jit_compile and keras.config.backend() not in XLA_BACKENDS:
         raise errors.ArgumentError("jit_compile", f"jit_compile=True needs the TensorFlow or JAX backend; the backend is {keras.config.backend()}.")
     return bool(jit_compile)
 

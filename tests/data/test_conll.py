@@ -7,8 +7,6 @@ from keras_bert_app.data.conll import encode_tagged
 from keras_bert_app.data.conll import read_conll
 from keras_bert_app.data.conll import tag_names
 
-pytestmark = pytest.mark.all_backends
-
 CONLL = """-DOCSTART- -X- -X- O
 
 EU NNP B-NP I-ORG

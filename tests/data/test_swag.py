@@ -5,8 +5,6 @@ from keras_bert_app.data.swag import count_truncated
 from keras_bert_app.data.swag import multiple_choice_dataset
 from keras_bert_app.data.swag import read_swag
 
-pytestmark = pytest.mark.all_backends
-
 HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
 
 

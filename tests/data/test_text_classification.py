@@ -7,8 +7,6 @@ from keras_bert_app.data.text_classification import classification_dataset
 from keras_bert_app.data.text_classification import count_truncated
 from keras_bert_app.data.text_classification import read_text_classification
 
-pytestmark = pytest.mark.all_backends
-
 
 @pytest.fixture(scope="module")
 def preprocessor(shared_data):

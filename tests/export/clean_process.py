@@ -58,3 +58,36 @@ def serve_in_clean_process(jobs, folder):
     # (tensorflow_text itself may pull in keras; our package must not be needed.)
     assert answer["modules"] == []
     return answer["results"]
+
+
+# `saved_model_cli`'s own entry point, run once per command in ONE fresh process (each process
+# costs a TensorFlow import), with the TF Text ops registered first, as TF Serving links them.
+SAVED_MODEL_CLI = textwrap.dedent(
+    """
+    import json, sys
+    import tensorflow_text  # noqa: F401
+    from tensorflow.python.tools import saved_model_cli
+    for command in json.loads(sys.argv[1]):
+        sys.argv = ["saved_model_cli", *command]
+        print("=== saved_model_cli " + command[0], flush=True)
+        try:
+            saved_model_cli.main()
+        except SystemExit as exit_:
+            if exit_.code:
+                raise
+    """
+)
+
+
+def saved_model_cli(*commands):
+    """The stdout of each `saved_model_cli` command (a list of its arguments), in order."""
+    import json
+
+    result = subprocess.run(
+        [sys.executable, "-c", SAVED_MODEL_CLI, json.dumps([[str(part) for part in command] for command in commands])],
+        capture_output=True, text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    outputs = result.stdout.split("=== saved_model_cli ")[1:]
+    assert len(outputs) == len(commands), result.stdout[-3000:]
+    return outputs

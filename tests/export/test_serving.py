@@ -16,7 +16,7 @@ from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
 from tests.conftest import REPO_ROOT
-from tests.export.clean_process import serve_in_clean_process as serve_jobs_in_clean_process
+from tests.export.clean_process import saved_model_cli, serve_in_clean_process as serve_jobs_in_clean_process
 
 SEQUENCE_LENGTH = 24
 TEXTS = [
@@ -142,21 +142,15 @@ def test_signatures_cli_warmup_and_edge_batches(exports, preprocessor):
 
     target = exports["classifier"][1]
     num_classes = len(LABELS)
-    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    shown = subprocess.run([cli, "show", "--dir", str(target), "--all"], capture_output=True, text=True, timeout=300)
-    assert shown.returncode == 0, shown.stderr[-2000:]
+    shown, ran = saved_model_cli(
+        ["show", "--dir", target, "--all"],
+        ["run", "--dir", target, "--tag_set", "serve", "--signature_def", "serving_default",
+         "--input_exprs", "text=['a fine day', 'a bad day']"],
+    )
     for expected in ("signature_def['serving_default']", "signature_def['serve_token_ids']", "dtype: DT_STRING",
                      f"shape: (-1, {SEQUENCE_LENGTH})", "outputs['probabilities']", "outputs['label']"):
-        assert expected in shown.stdout, expected
-    # `saved_model_cli run` with the TF Text ops registered first (as TF Serving links them).
-    with_text_ops = "import sys, tensorflow_text; from tensorflow.python.tools import saved_model_cli; saved_model_cli.main()"
-    ran = subprocess.run(
-        [sys.executable, "-c", with_text_ops, "run", "--dir", str(target), "--tag_set", "serve",
-         "--signature_def", "serving_default", "--input_exprs", "text=['a fine day', 'a bad day']"],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert ran.returncode == 0, ran.stderr[-2000:]
-    assert "probabilities" in ran.stdout
+        assert expected in shown, expected
+    assert "probabilities" in ran
 
     serving = tf.saved_model.load(str(target)).signatures["serving_default"]
     requests = 0

@@ -177,9 +177,9 @@ def test_config_and_preset_carry_the_rule(tmp_path, tiny_vocabulary):
     assert hf_rule.tokenizer.special_tokens_in_strings is True
 
 
-@pytest.mark.all_backends
 @pytest.mark.parametrize("special_tokens_in_strings", [False, True])
-def test_preprocessor_in_tf_data_and_eagerly(tiny_vocabulary, special_tokens_in_strings):
+def test_preprocessor_in_tf_data_and_eagerly(  # TF only: test_bert_preprocessor.py runs the eager path on every backend
+tiny_vocabulary, special_tokens_in_strings):
     tokenizer = BertTokenizer(tiny_vocabulary, special_tokens_in_strings=special_tokens_in_strings)
     preprocessor = BertPreprocessor(tokenizer, sequence_length=10)
     texts = ["the fox [SEP] a dog", "[MASK]", "no literal", ""]

@@ -8,11 +8,18 @@ from keras_bert_app.models.bert_classifier import BertClassifier
 from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.models.bert_pretrainer import BertPretrainer
 from keras_bert_app.training.optimizer import create_optimizer
+from keras_bert_app.models.xla import JIT_COMPILE_VARIABLE
 from keras_bert_app.training.xla import resolve_jit_compile
 
 pytestmark = pytest.mark.all_backends
 
 XLA = keras.config.backend() in ("tensorflow", "jax")
+
+
+@pytest.fixture(autouse=True)
+def xla_by_default(monkeypatch):
+    """The defaults themselves (tools/run_tests.py turns "auto" off for the rest of the TensorFlow run)."""
+    monkeypatch.delenv(JIT_COMPILE_VARIABLE, raising=False)
 
 
 def _encoder():
@@ -45,6 +52,22 @@ def test_auto_means_xla_on_tensorflow_and_jax_and_none_on_torch():
     classifier = BertClassifier(_encoder(), num_classes=3)
     classifier.compile()
     assert classifier.jit_compile is XLA  # Keras' own "auto" is False for TensorFlow on CPU
+
+
+@pytest.mark.parametrize("value", ["0", "false", "Off"])
+def test_the_environment_turns_auto_off_and_leaves_true_alone(monkeypatch, value):
+    monkeypatch.setenv(JIT_COMPILE_VARIABLE, value)
+    assert resolve_jit_compile("auto") is False
+    classifier = BertClassifier(_encoder(), num_classes=3)
+    classifier.compile()
+    assert classifier.jit_compile is False
+    if XLA:
+        assert resolve_jit_compile(True) is True
+    monkeypatch.setenv(JIT_COMPILE_VARIABLE, "1")
+    assert resolve_jit_compile("auto") is XLA
+    monkeypatch.setenv(JIT_COMPILE_VARIABLE, "maybe")
+    with pytest.raises(ValueError, match=f"{JIT_COMPILE_VARIABLE}='maybe': expected 0 or 1"):
+        resolve_jit_compile("auto")
 
 
 def test_auto_is_left_to_keras_under_a_multi_replica_tensorflow_strategy():
