@@ -12,7 +12,6 @@ import pytest
 
 from keras_bert_app import errors, presets
 from tests.training.test_pretrain import (
-    PREDICTIONS,
     TINY_ENCODER,
     _final_weights,
     _finish,
@@ -180,37 +179,75 @@ def test_kill_9_mid_run_then_rerun_ends_like_an_uninterrupted_run(electra_inputs
         np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
-def most_frequent_target_rate(corpus, preset, seed=999, max_targets=50_000):
+def most_frequent_target_rate(corpus, preset, max_seq_length, max_predictions, seed=999, max_targets=50_000):
     """Share of the masked-LM targets that are the most frequent one: what always guessing it scores."""
     from keras_bert_app.data.dynamic_pretraining import dynamic_pretraining_dataset
     from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
     from keras_bert_app.training.output_bias import count_masked_targets
 
     tokenizer = BertTokenizer.from_preset(preset)
-    batches = dynamic_pretraining_dataset([str(corpus)], tokenizer, 32, max_seq_length=128, max_predictions_per_seq=20, seed=seed)
+    batches = dynamic_pretraining_dataset(
+        [str(corpus)], tokenizer, 32, max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions, seed=seed
+    )
     counts = count_masked_targets(batches, tokenizer.vocabulary_size(), max_targets=max_targets)
     return counts.max() / counts.sum()
+
+
+# The quickstart's short-run recipe on the Wikipedia sample: the most this CPU affords (see the test's docstring).
+WIKIPEDIA_RUN = {
+    "--steps": "1000", "--batch-size": "32", "--max-seq-length": "64", "--max-predictions": "10",
+    "--learning-rate": "1e-3", "--warmup-steps": "100", "--dropout": "0", "--output-bias-init": "unigram",
+    "--checkpoint-every": "100",
+}
+
+
+def binary_entropy(rate):
+    """The replaced-token loss (nats) of answering the replaced-token rate everywhere: knowing nothing."""
+    return -(rate * np.log(rate) + (1 - rate) * np.log(1 - rate))
 
 
 @pytest.mark.large
 @pytest.mark.skipif(not (SHARED / "corpus" / "enwiki_sample.txt").is_file(), reason="needs ../shared/data")
 def test_electra_learns_on_wikipedia(tmp_path, capsys):
-    """`pretrain --objective electra` from a bert_tiny_uncased-sized discriminator on the Wikipedia sample:
-    the generator beats always guessing the most frequent target, and what the discriminator flags as
-    replaced is replaced far more often than the 15% base rate (about 12 minutes on 2 busy cores)."""
+    """`pretrain --objective electra` of a bert_tiny_uncased-sized model from scratch on the Wikipedia sample.
+
+    Over the last 100 of 1,000 steps: the generator beats always guessing the most frequent target
+    (computed from the data) by half again; the discriminator's loss is below that of knowing nothing
+    (the binary entropy of the replaced-token rate), and what it flags at logit 0 is replaced far more
+    often than the rate (flagging at random would give precision = rate). Its recall (the accuracy on
+    replaced tokens) is only asserted above 0: it was 0.6% here. Replaced-token detection needs context:
+    once the generator has learned word frequencies (a few hundred steps), its samples have the data's
+    frequencies ("the", ",", "of"...) and only their context gives them away, so the discriminator must
+    learn what a masked LM learns, and at 1,000 tiny steps it is, like the generator (loss 6.6 nats, the
+    targets' unigram entropy about 7.0), just leaving the word-frequency stage. Replacements that need no
+    context are found at once (tests/models: `test_replacements_the_discriminator_can_see_are_learned`;
+    a uniform generator on this data: recall 0.65 within 80 steps). About 45 minutes on 2 busy cores.
+    """
     from keras_bert_app import cli
 
     corpus = SHARED / "corpus" / "enwiki_sample.txt"
     run_dir = tmp_path / "run"
-    code = cli.main([
-        "pretrain", "--objective", "electra", "--preset", "bert_tiny_uncased", "--corpus", str(corpus),
-        "--output", str(run_dir), "--steps", "300", "--batch-size", "32", "--max-seq-length", "128",
-        "--checkpoint-every", "100", "--verbose", "0",
-    ])
+    command = ["pretrain", "--objective", "electra", "--preset", "bert_tiny_uncased", "--corpus", str(corpus),
+               "--output", str(run_dir), "--verbose", "2"]
+    for option, value in WIKIPEDIA_RUN.items():
+        command += [option, value]
+    started = time.monotonic()
+    code = cli.main(command)
     assert code == 0, capsys.readouterr().err[-2000:]
-    last = list(csv.DictReader((run_dir / "metrics.csv").open()))[-1]
-    baseline = most_frequent_target_rate(corpus, "bert_tiny_uncased")
+    rows = list(csv.DictReader((run_dir / "metrics.csv").open()))
+    last = {key: float(value) for key, value in rows[-1].items() if value not in ("", "NA")}
+    baseline = most_frequent_target_rate(
+        corpus, "bert_tiny_uncased", int(WIKIPEDIA_RUN["--max-seq-length"]), int(WIKIPEDIA_RUN["--max-predictions"])
+    )
+    with capsys.disabled():
+        print(f"\n{time.monotonic() - started:.0f} s; most frequent target rate {baseline:.4f}; per 100 steps:")
+        for row in rows:
+            print("  " + ", ".join(f"{key} {float(row[key]):.4f}" for key in (
+                "generator_mlm_accuracy", "discriminator_loss", "discriminator_recall", "discriminator_precision",
+                "replaced_token_rate")))
+    rate = last["replaced_token_rate"]
     assert 0.03 < baseline < 0.08  # "the"
-    assert float(last["generator_mlm_accuracy"]) > 1.2 * baseline
-    assert float(last["discriminator_precision"]) > 2 * float(last["replaced_token_rate"])
-    assert float(last["discriminator_recall"]) > 0
+    assert last["generator_mlm_accuracy"] > 1.5 * baseline
+    assert last["discriminator_loss"] < binary_entropy(rate) - 0.005
+    assert last["discriminator_precision"] > 3 * rate
+    assert last["discriminator_recall"] > 0
