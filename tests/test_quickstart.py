@@ -236,7 +236,7 @@ def test_command_passes_the_corpus_and_advanced_options(tmp_path, monkeypatch):
     assert calls[-1] == {
         "output": "o", "preset": "bert_mini_uncased", "steps": 4, "corpus": None, "seed": 3, "max_articles": 40,
         "sequence_length": 32, "batch_size": 8, "dupe_factor": 1, "labeled_articles": 0, "vocab_size": 0,
-        "finetune_epochs": 1,
+        "finetune_epochs": 1, "language": "en", "masking": None,
     }
 
 
