@@ -10,6 +10,23 @@ import argparse
 import os
 
 
+def add_masking_arguments(parser, when=""):
+    """The masking flags, shared with `pretrain --corpus`; `when` adds to --segmenter's help."""
+    parser.add_argument("--whole-word-masking", action="store_true",
+                        help="mask a word's tokens together (## pieces; with --segmenter, Chinese words); "
+                             "the same as --masking whole_word")
+    parser.add_argument("--masking", choices=["token", "whole_word", "ngram"], default="token",
+                        help="token (the paper), whole_word, or ngram: n consecutive whole words, "
+                             "p(n) proportional to 1/n (ALBERT/ERNIE phrase masking)")
+    parser.add_argument("--max-ngram", type=int, default=3, metavar="N", help="longest n-gram with --masking ngram")
+    parser.add_argument("--segmenter", choices=["jieba"], default=None,
+                        help=f"cut runs of Chinese characters into words for whole-word/n-gram masking{when} "
+                             '(needs jieba: pip install "keras-bert-app[zh]")')
+    parser.add_argument("--entity-masking", action="store_true",
+                        help="with --segmenter jieba: person, place and organisation names are units "
+                             "(jieba.posseg tags nr, ns, nt; ERNIE's entity-level masking)")
+
+
 def add_arguments(parser):
     parser.add_argument("--input", nargs="+", required=True, metavar="FILE",
                         help="corpus files or globs (.gz allowed): one sentence per line, blank line between documents")
@@ -23,19 +40,7 @@ def add_arguments(parser):
     parser.add_argument("--short-seq-prob", type=float, default=0.1)
     parser.add_argument("--dupe-factor", type=int, default=10, help="passes over the corpus, each with new masks")
     parser.add_argument("--seed", type=int, default=12345)
-    parser.add_argument("--whole-word-masking", action="store_true",
-                        help="mask a word's tokens together (## pieces; with --segmenter, Chinese words); "
-                             "the same as --masking whole_word")
-    parser.add_argument("--masking", choices=["token", "whole_word", "ngram"], default="token",
-                        help="token (the paper), whole_word, or ngram: n consecutive whole words, "
-                             "p(n) proportional to 1/n (ALBERT/ERNIE phrase masking)")
-    parser.add_argument("--max-ngram", type=int, default=3, metavar="N", help="longest n-gram with --masking ngram")
-    parser.add_argument("--segmenter", choices=["jieba"], default=None,
-                        help="cut runs of Chinese characters into words for whole-word/n-gram masking "
-                             '(needs jieba: pip install "keras-bert-app[zh]")')
-    parser.add_argument("--entity-masking", action="store_true",
-                        help="with --segmenter jieba: person, place and organisation names are units "
-                             "(jieba.posseg tags nr, ns, nt; ERNIE's entity-level masking)")
+    add_masking_arguments(parser)
     parser.add_argument("--num-shards", type=int, default=1, help="number of output files")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes")
     parser.add_argument("--overwrite", action="store_true",

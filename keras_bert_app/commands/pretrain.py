@@ -10,6 +10,8 @@
 Rerunning the same command after a kill continues from the last checkpoint.
 """
 
+from keras_bert_app.commands.create_pretraining_data import add_masking_arguments
+
 
 def add_arguments(parser):
     source = parser.add_mutually_exclusive_group(required=True)
@@ -41,20 +43,9 @@ def add_arguments(parser):
     parser.add_argument("--no-nsp", action="store_true", help="masked LM only (no NSP head)")
     parser.add_argument("--max-seq-length", type=int, default=None, help="--corpus: default 128; --data: read from the records")
     parser.add_argument("--max-predictions", type=int, default=None, help="--corpus: default 20; --data: read from the records")
-    masking = parser.add_argument_group("masking of --corpus (--data records hold their own)")
-    masking.add_argument("--whole-word-masking", action="store_true",
-                         help="mask a word's tokens together (## pieces; with --segmenter, Chinese words); "
-                              "the same as --masking whole_word")
-    masking.add_argument("--masking", choices=["token", "whole_word", "ngram"], default="token",
-                         help="token (the paper), whole_word, or ngram: n consecutive whole words, "
-                              "p(n) proportional to 1/n (ALBERT/ERNIE phrase masking)")
-    masking.add_argument("--max-ngram", type=int, default=3, metavar="N", help="longest n-gram with --masking ngram")
-    masking.add_argument("--segmenter", choices=["jieba"], default=None,
-                         help="cut runs of Chinese characters into words for whole-word/n-gram masking, once "
-                              'before the first epoch (needs jieba: pip install "keras-bert-app[zh]")')
-    masking.add_argument("--entity-masking", action="store_true",
-                         help="with --segmenter jieba: person, place and organisation names are units "
-                              "(jieba.posseg tags nr, ns, nt; ERNIE's entity-level masking)")
+    add_masking_arguments(
+        parser.add_argument_group("masking of --corpus (--data records hold their own)"), ", once before the first epoch"
+    )
     parser.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (divides --steps; default near 1000)")
     parser.add_argument("--seed", type=int, default=12345)
     parser.add_argument(

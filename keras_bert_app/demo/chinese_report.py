@@ -1,12 +1,11 @@
 """The Chinese quickstart's `report.md` (the plots are the English quickstart's `report.plot`)."""
 
 import math
-import os
 import statistics
 
 from keras_bert_app.demo import chinese_settings as zh
 from keras_bert_app.demo import settings as defaults
-from keras_bert_app.demo.report import number, read_csv
+from keras_bert_app.demo.report import number, read_csv, time_rows
 from keras_bert_app.demo.stages import write_atomically
 
 _PRETRAIN_ROWS = (
@@ -137,17 +136,7 @@ def write_chinese_report(output, settings, data, results, load_start):
         lines += ["", f"Dev loss of the first pretrained run: {number(history[-1]['val_loss']):.4f}."]
     lines += ["", "Plots: `pretraining.png`, `finetuning.png` (first seed).", "", "## Time", "",
               "| stage | seconds |", "|---|---|"]
-    lines += [f"| {name} | {result['seconds']:.0f} |" for name, result in results.items()]
-    lines += [
-        f"| total | {sum(result['seconds'] for result in results.values()):.0f} |",
-        "",
-        "Load average (1, 5, 15 min) at the start: {:.2f}, {:.2f}, {:.2f}; at the end: {:.2f}, {:.2f}, {:.2f}.".format(
-            *load_start, *os.getloadavg()
-        ),
-        "",
-        "## Where the defaults come from",
-        "",
-    ]
+    lines += time_rows(results, load_start)
     lines += [f"- `{name}`: {source}." for name, source in zh.DEFAULT_SOURCES.items()]
     lines += [f"- `{name}`: {defaults.DEFAULT_SOURCES[name]}." for name in ("pretrain_dropout", "output_bias_init")]
     lines.append(f"- `steps`: {zh.STEPS_SOURCE}.")

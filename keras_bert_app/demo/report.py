@@ -81,6 +81,21 @@ def plot(output, labeled):
     pyplot.close(figure)
 
 
+def time_rows(results, load_start):
+    """The report's stage-time rows, the total, the load average, and the next section's heading."""
+    return [
+        *(f"| {name} | {result['seconds']:.0f} |" for name, result in results.items()),
+        f"| total | {sum(result['seconds'] for result in results.values()):.0f} |",
+        "",
+        "Load average (1, 5, 15 min) at the start: {:.2f}, {:.2f}, {:.2f}; at the end: {:.2f}, {:.2f}, {:.2f}.".format(
+            *load_start, *os.getloadavg()
+        ),
+        "",
+        "## Where the defaults come from",
+        "",
+    ]
+
+
 def write_report(output, settings, data, results, labeled, load_start):
     """`report.md`, written last and atomically (a temporary file renamed into place).
 
@@ -169,17 +184,7 @@ def write_report(output, settings, data, results, labeled, load_start):
         ]
         lines += [f"| {p['text']} | {p['label']} | {p['probability']:.2f} |" for p in results["export"]["predictions"]]
     lines += ["", "Plots: `pretraining.png`" + (", `finetuning.png`." if labeled else "."), "", "## Time", "", "| stage | seconds |", "|---|---|"]
-    lines += [f"| {name} | {result['seconds']:.0f} |" for name, result in results.items()]
-    lines += [
-        f"| total | {sum(result['seconds'] for result in results.values()):.0f} |",
-        "",
-        "Load average (1, 5, 15 min) at the start: {:.2f}, {:.2f}, {:.2f}; at the end: {:.2f}, {:.2f}, {:.2f}.".format(
-            *load_start, *os.getloadavg()
-        ),
-        "",
-        "## Where the defaults come from",
-        "",
-    ]
+    lines += time_rows(results, load_start)
     lines += [f"- `{name}`: {source}." for name, source in DEFAULT_SOURCES.items()]
     return write_atomically(output / REPORT_FILE, "\n".join(lines) + "\n")
 
