@@ -25,6 +25,8 @@ _PUBLIC = {
     # text side: imports TensorFlow on first use
     "BertTokenizer": "keras_bert_app.preprocessing.bert_tokenizer",
     "BertPreprocessor": "keras_bert_app.preprocessing.bert_preprocessor",
+    "SentencePieceTokenizer": "keras_bert_app.preprocessing.sentencepiece_tokenizer",
+    "tokenizer_from_preset": "keras_bert_app.preprocessing.preset_tokenizer",
     "pretraining_dataset": "keras_bert_app.data.pretraining_records",
     "dynamic_pretraining_dataset": "keras_bert_app.data.dynamic_pretraining",
     "electra_masking": "keras_bert_app.data.electra_masking",

@@ -27,8 +27,12 @@ VOCAB_MD5 = {
 }
 
 
+# ALBERT v2 presets: SentencePiece vocabularies, no vocab.txt (tests/models/test_albert_presets.py checks them).
+ALBERT = ("albert_base", "albert_large", "albert_xlarge")
+
+
 def test_names():
-    assert presets.names() == sorted(EXPECTED)
+    assert presets.names() == sorted([*EXPECTED, *ALBERT])
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -1,21 +1,16 @@
 """`convert_checkpoint`: foreign checkpoints to our preset folders, and our presets back out.
 
-In:  Hugging Face (`BertModel` / `BertForPreTraining`; `ElectraModel`,
-     `ElectraForPreTraining`, `ElectraForMaskedLM`), keras-hub
-     (`BertBackbone`, `ElectraBackbone`) or an original Google release (BERT
-     or ELECTRA) -> our preset folder (`config.json`, `vocab.txt`,
-     `model.weights.h5`, and the heads' weights when the checkpoint has
-     them). An ELECTRA pair (an original release, or an HF discriminator
-     with `generator=` its generator folder) gives the discriminator's
-     preset with the generator's in `generator/` inside it.
-Out: one of our presets (name or folder) -> an HF folder (with the
-     pretraining heads when the preset has them) or a keras-hub preset;
-     ELECTRA presets (`"architecture": "electra"` in `config.json`, an
-     ELECTRA run's preset, or an encoder with `embedding_dim`) as ELECTRA.
+In:  Hugging Face (BERT, ELECTRA `ElectraModel`/`ElectraForPreTraining`/`ElectraForMaskedLM`, ALBERT with its
+     `spiece.model`), keras-hub (`BertBackbone`, `ElectraBackbone`) or an original Google release (BERT, ELECTRA,
+     ALBERT) -> our preset folder (`config.json`, `vocab.txt` or `spiece.model`, `model.weights.h5`, and the heads'
+     weights when the checkpoint has them). An ELECTRA pair (an original release, or an HF discriminator with
+     `generator=` its generator folder) gives the discriminator's preset with the generator's in `generator/`.
+Out: one of our presets (name or folder) -> an HF folder (with the pretraining heads when the preset has them) or
+     a keras-hub preset; ELECTRA presets (`"architecture": "electra"`, an ELECTRA run's preset, or an encoder with
+     `embedding_dim`) as ELECTRA, ALBERT presets (`"architecture": "albert"`, or `num_groups`) as HF ALBERT.
 
-This stage builds our models (layer 3); the format readers and writers it
-uses (`detect`, `huggingface`, `keras_hub`, `google` and their `*_electra`
-siblings) never do.
+This stage builds our models (layer 3); the format readers and writers it uses (`detect`, `huggingface`,
+`keras_hub`, `google` and their `*_electra`/`*_albert` siblings) never do.
 """
 
 import pathlib
@@ -28,6 +23,8 @@ from keras_bert_app.convert import detect, resolve, weight_map
 SOURCE_FORMATS = ("huggingface", "keras_hub", "google")
 TARGET_FORMATS = ("huggingface", "keras_hub")
 ELECTRA = "electra"  # the `architecture` entry of an ELECTRA preset's config.json
+ALBERT = "albert"  # ... and of an ALBERT preset's (its tokenizer is a SentencePiece model)
+SENTENCEPIECE_FILE = "spiece.model"
 GENERATOR_FOLDER = "generator"  # an ELECTRA pair: the generator's preset inside the discriminator's
 ELECTRA_PRETRAINER_ENTRY = "electra_pretrainer"  # the config entry of `ElectraPretrainer.save_to_preset`
 # The heads' weights files of BertPretrainer, ElectraDiscriminator and ElectraPretrainer (a new
@@ -35,7 +32,7 @@ ELECTRA_PRETRAINER_ENTRY = "electra_pretrainer"  # the config entry of `ElectraP
 HEAD_FILES = ("pretrainer.weights.h5", "discriminator.weights.h5", "electra_pretrainer.weights.h5")
 # A `BertEncoder`'s architecture arguments (its config without name, dtype and execution choices).
 ENCODER_KEYS = (*presets.REQUIRED_ENCODER_KEYS, "dropout", "max_sequence_length", "num_segments", "activation",
-                "layer_norm_epsilon", "initializer_range", "embedding_dim")
+                "layer_norm_epsilon", "initializer_range", "embedding_dim", "num_groups")
 
 
 def convert_checkpoint(
@@ -272,28 +269,32 @@ def _save(model, output, heads):
 
 def _clear(output):
     """Remove what an earlier conversion into `output` wrote (with --overwrite), and nothing else."""
-    for name in (presets.CONFIG_FILE, presets.ENCODER_WEIGHTS_FILE, presets.VOCABULARY_FILE, *HEAD_FILES):
+    for name in (presets.CONFIG_FILE, presets.ENCODER_WEIGHTS_FILE, presets.VOCABULARY_FILE, SENTENCEPIECE_FILE,
+                 *HEAD_FILES):
         (output / name).unlink(missing_ok=True)
     if (output / GENERATOR_FOLDER / presets.CONFIG_FILE).is_file():
         shutil.rmtree(output / GENERATOR_FOLDER)
 
 
 def _vocabulary(source, config):
+    """The checkpoint's `vocab.txt`, or its SentencePiece model (ALBERT)."""
     folder = source.parent if source.is_file() else source
-    vocabulary = folder / config["tokenizer"]["vocabulary"]
+    name = config["tokenizer"].get("sentencepiece_model") or config["tokenizer"]["vocabulary"]
+    vocabulary = folder / name
     if not vocabulary.is_file():
-        raise errors.MissingFileError(
-            "source", f"{source}: no vocabulary file {config['tokenizer']['vocabulary']!r}."
-        )
+        raise errors.MissingFileError("source", f"{source}: no vocabulary file {name!r}.")
     return vocabulary
 
 
 def _write_preset_files(output, vocabulary, config):
-    """`vocab.txt` and the `config.json` entries besides the encoder (name, description, tokenizer, architecture)."""
-    shutil.copyfile(vocabulary, output / presets.VOCABULARY_FILE)
+    """`vocab.txt` (or `spiece.model`) and the `config.json` entries besides the encoder (name, description,
+    tokenizer, architecture)."""
     for key in ("name", "description"):
         presets.write_config_entry(output, key, config[key])
-    presets.write_config_entry(output, "tokenizer", {**config["tokenizer"], "vocabulary": presets.VOCABULARY_FILE})
+    key, name = (("sentencepiece_model", SENTENCEPIECE_FILE) if config["tokenizer"].get("sentencepiece_model")
+                 else ("vocabulary", presets.VOCABULARY_FILE))
+    shutil.copyfile(vocabulary, output / name)
+    presets.write_config_entry(output, "tokenizer", {**config["tokenizer"], key: name})
     if config.get("architecture"):
         presets.write_config_entry(output, "architecture", config["architecture"])
 
@@ -316,6 +317,8 @@ def export_preset(preset, output, target_format):
 
     target_format = _format_argument("target_format", target_format, TARGET_FORMATS)
     resolved = resolve.resolve_preset(preset)
+    if is_albert(resolved.config):
+        return _export_albert(preset, resolved, output, target_format)
     electra = is_electra(resolved.config)
     writers = {"huggingface": huggingface_electra if electra else huggingface,
                "keras_hub": keras_hub_electra if electra else keras_hub}
@@ -329,6 +332,25 @@ def export_preset(preset, output, target_format):
         model = BertEncoder.from_preset(preset)
     lowercase = resolved.config.get("tokenizer", {}).get("lowercase", True)
     return pathlib.Path(writers[target_format].save(model, output, resolved.vocabulary_path, lowercase))
+
+
+def _export_albert(preset, resolved, output, target_format):
+    """An ALBERT preset as an HF `AlbertModel` (or `AlbertForPreTraining` with its heads) folder."""
+    from keras_bert_app.convert import huggingface_albert
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
+
+    if target_format != "huggingface":
+        raise errors.ArgumentError(
+            "target_format", f"an ALBERT preset is written as 'huggingface' only; got {target_format!r}."
+        )
+    tokenizer = resolved.config.get("tokenizer", {})
+    model_path = resolved.folder / tokenizer.get("sentencepiece_model", SENTENCEPIECE_FILE)
+    if not model_path.is_file():
+        raise errors.MissingFileError("source", f"source: {resolved.folder} has no SentencePiece model {model_path.name!r}.")
+    model = (BertPretrainer if (resolved.folder / HEAD_WEIGHTS_FILE).is_file() else BertEncoder).from_preset(preset)
+    return pathlib.Path(huggingface_albert.save(model, output, model_path, tokenizer.get("lowercase", True),
+                                                tokenizer.get("strip_accents", True)))
 
 
 def _discriminator_of_run(preset):
@@ -347,6 +369,11 @@ def _has_discriminator_head(folder):
     from keras_bert_app.models.electra_discriminator import HEAD_WEIGHTS_FILE
 
     return (folder / HEAD_WEIGHTS_FILE).is_file()
+
+
+def is_albert(config):
+    """True for an ALBERT preset (`"architecture": "albert"`, or an encoder with shared layers), written as ALBERT."""
+    return config.get("architecture") == ALBERT or config.get("encoder", {}).get("num_groups") is not None
 
 
 def is_electra(config):

@@ -4,9 +4,10 @@ Formats: "huggingface" (`config.json` with `model_type` + `model.safetensors`),
 "keras_hub" (`config.json` of a serialized keras-hub model +
 `model.weights.h5`) and "google" (`bert_config.json` + `bert_model.ckpt.*`,
 or an ELECTRA release: `vocab.txt` + a TF checkpoint of `electra/...`
-variables). Within a format, the architecture (BERT or ELECTRA) picks the
-module that reads it: `huggingface` or `huggingface_electra`, `keras_hub` or
-`keras_hub_electra`, `google` or `google_electra`.
+variables). Within a format, the architecture (BERT, ELECTRA or ALBERT) picks
+the module that reads it: `huggingface`, `huggingface_electra` or
+`huggingface_albert`, `keras_hub` or
+`keras_hub_electra`, `google`, `google_electra` or `google_albert`.
 Our own preset folders (a `config.json` with an "encoder" entry) are not
 foreign. Writing our presets from these (and back) is the stage
 `convert.checkpoint.convert_checkpoint`. Nothing here imports TensorFlow at
@@ -21,8 +22,10 @@ import pathlib
 from keras_bert_app import errors, presets
 from keras_bert_app.convert import (
     google,
+    google_albert,
     google_electra,
     huggingface,
+    huggingface_albert,
     huggingface_electra,
     keras_hub,
     keras_hub_electra,
@@ -30,11 +33,13 @@ from keras_bert_app.convert import (
 )
 
 FORMATS = {"huggingface": huggingface, "keras_hub": keras_hub, "google": google}
-# (format, is_checkpoint(folder), module): ELECTRA's readers, tried before the BERT one of the format.
+# (format, is_checkpoint(folder), module): ELECTRA's and ALBERT's readers, tried before the BERT one of the format.
 ELECTRA_MODULES = (
     ("huggingface", huggingface_electra.is_electra, huggingface_electra),
+    ("huggingface", huggingface_albert.is_albert, huggingface_albert),
     ("keras_hub", keras_hub_electra.is_preset, keras_hub_electra),
     ("google", google_electra.is_checkpoint, google_electra),
+    ("google", google_albert.is_checkpoint, google_albert),
 )
 # Spellings accepted on the command line.
 FORMAT_ALIASES = {"hf": "huggingface", "keras-hub": "keras_hub", "tf": "google"}
@@ -60,7 +65,7 @@ def detect_format(path):
         return "keras_hub"
     if huggingface.is_checkpoint(folder):
         return "huggingface"
-    if google.is_checkpoint(folder) or google_electra.is_checkpoint(folder):
+    if google.is_checkpoint(folder) or google_electra.is_checkpoint(folder) or google_albert.is_checkpoint(folder):
         return "google"
     return None
 
@@ -74,9 +79,9 @@ def read_config(path, source_format=None):
     folder = path.parent if path.is_file() else path  # an explicit weights file
     module = architecture_module(path, source_format)
     config = module.read_config(folder)
-    vocabulary = folder / config["tokenizer"]["vocabulary"]
-    if vocabulary.is_file():
-        weight_map.check_vocabulary(vocabulary, config["encoder"]["vocabulary_size"])
+    vocabulary = config["tokenizer"].get("vocabulary")  # None for ALBERT's SentencePiece model (checked by its reader)
+    if vocabulary and (folder / vocabulary).is_file():
+        weight_map.check_vocabulary(folder / vocabulary, config["encoder"]["vocabulary_size"])
     return config
 
 
@@ -118,7 +123,8 @@ def format_name(folder, source_format=None):
                 f"{folder}: not a recognised checkpoint folder; expected a Hugging Face "
                 "folder (config.json + model.safetensors), a keras-hub preset (config.json "
                 "+ model.weights.h5), an original BERT release (bert_config.json + "
-                "bert_model.ckpt.index) or an original ELECTRA release (vocab.txt + a TF checkpoint)."
+                "bert_model.ckpt.index), an original ELECTRA release (vocab.txt + a TF checkpoint) or an "
+                "original ALBERT release (albert_config.json + a TF checkpoint + its SentencePiece *.model)."
             )
         return detected
     name = FORMAT_ALIASES.get(source_format, source_format)
@@ -130,7 +136,7 @@ def format_name(folder, source_format=None):
 
 
 def architecture_module(path, source_format=None):
-    """The module that reads this checkpoint: the format's ELECTRA reader for ELECTRA, else its BERT one."""
+    """The module that reads this checkpoint: the format's ELECTRA or ALBERT reader for those, else its BERT one."""
     path = pathlib.Path(path).expanduser()
     name = format_name(path, source_format)
     folder = path.parent if path.is_file() else path

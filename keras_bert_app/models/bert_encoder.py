@@ -46,6 +46,18 @@ class BertEncoder(keras.Model):
             embeddings' LayerNorm and dropout, as HF `ElectraModel`'s
             `embeddings_project`. None (default): E = H, no projection
             (the BERT architecture, same weights and config).
+        num_groups: int or None. Cross-layer parameter sharing (ALBERT, Lan
+            et al. 2019): the `num_layers` layers use `num_groups` sets of
+            weights, each shared by `num_layers / num_groups` consecutive
+            layers (layer i uses group `i // (num_layers // num_groups)`, as
+            HF `AlbertTransformer`). 1 is ALBERT's all-shared encoder; None
+            (default) or `num_layers` is BERT, one set per layer, with the
+            same weight names. It must divide `num_layers`. The blocks are
+            `transformer_layers` (`num_groups` of them); `encoder_outputs`
+            still has one entry per layer. With `embedding_dim` != H this is
+            ALBERT's layout: embeddings and their LayerNorm E wide, a Dense
+            E -> H (HF's `embedding_hidden_mapping_in`), then the shared
+            post-LN blocks and the pooler.
         shared_embeddings: `BertEmbeddings` or None. Use this embeddings
             layer (token, position and segment tables and their LayerNorm)
             instead of a new one, to share it with another encoder (an
@@ -59,6 +71,9 @@ class BertEncoder(keras.Model):
 
     Outputs: dict with `sequence_output` [batch, seq, H], `pooled_output`
     [batch, H] and `encoder_outputs`, a list of `num_layers` [batch, seq, H].
+
+    `BertEncoder(..., embedding_dim=128, num_groups=1)` is ALBERT (the
+    `albert_base`, `albert_large` and `albert_xlarge` presets).
 
     Example:
     ```python
@@ -88,12 +103,14 @@ class BertEncoder(keras.Model):
         initializer_range=0.02,
         fused_attention=False,
         embedding_dim=None,
+        num_groups=None,
         shared_embeddings=None,
         dtype=None,
         **kwargs,
     ):
         if embedding_dim is not None:
             errors.check_int("embedding_dim", embedding_dim, minimum=1)
+        layers_per_group = _layers_per_group(num_layers, num_groups)
         width = hidden_dim if embedding_dim is None else embedding_dim
         # === Layers ===
         if shared_embeddings is not None:
@@ -134,7 +151,7 @@ class BertEncoder(keras.Model):
                 dtype=dtype,
                 name=f"transformer_layer_{index}",
             )
-            for index in range(num_layers)
+            for index in range(num_layers // layers_per_group)
         ]
         pooler = keras.layers.Dense(
             hidden_dim,
@@ -153,7 +170,8 @@ class BertEncoder(keras.Model):
         if embedding_projection is not None:
             hidden_states = embedding_projection(hidden_states)
         encoder_outputs = []
-        for block in blocks:
+        for index in range(num_layers):  # shared groups: the same block for consecutive layers
+            block = blocks[index // layers_per_group]
             hidden_states = block(hidden_states, padding_mask=inputs["padding_mask"])
             encoder_outputs.append(hidden_states)
         pooled_output = pooler(hidden_states[:, 0, :])  # (batch, hidden) from [CLS]
@@ -182,6 +200,7 @@ class BertEncoder(keras.Model):
         self.initializer_range = initializer_range
         self.fused_attention = bool(fused_attention)
         self.embedding_dim = embedding_dim
+        self.num_groups = num_groups
         self.embeddings = embeddings
         self.embedding_projection = embedding_projection
         self.transformer_layers = blocks
@@ -216,6 +235,8 @@ class BertEncoder(keras.Model):
         }
         if self.embedding_dim is not None:  # absent by default: BERT configs stay as they were
             config["embedding_dim"] = self.embedding_dim
+        if self.num_groups is not None:  # absent by default, as embedding_dim
+            config["num_groups"] = self.num_groups
         return config
 
     @classmethod
@@ -272,7 +293,22 @@ _CONFIG_KEYS = (
     "layer_norm_epsilon",
     "initializer_range",
     "embedding_dim",
+    "num_groups",
 )
+
+
+def _layers_per_group(num_layers, num_groups):
+    """How many consecutive layers share one block; ArgumentError unless `num_groups` divides `num_layers`."""
+    if num_groups is None:
+        return 1
+    errors.check_int("num_groups", num_groups, minimum=1)
+    if num_layers % num_groups:
+        raise errors.ArgumentError(
+            "num_groups",
+            f"num_groups must divide num_layers (each group is shared by num_layers / num_groups layers); "
+            f"got num_groups={num_groups} with num_layers={num_layers}.",
+        )
+    return num_layers // num_groups
 
 
 def _checked_shared_embeddings(embeddings, vocabulary_size, width, max_sequence_length, num_segments):

@@ -8,6 +8,8 @@ import importlib
 _LAZY = {
     "BertTokenizer": "keras_bert_app.preprocessing.bert_tokenizer",
     "BertPreprocessor": "keras_bert_app.preprocessing.bert_preprocessor",
+    "SentencePieceTokenizer": "keras_bert_app.preprocessing.sentencepiece_tokenizer",
+    "tokenizer_from_preset": "keras_bert_app.preprocessing.preset_tokenizer",
     "SegmentPacker": "keras_bert_app.preprocessing.segment_packer",
     "VocabularyError": "keras_bert_app.preprocessing.vocabulary",
     "read_vocabulary": "keras_bert_app.preprocessing.vocabulary",

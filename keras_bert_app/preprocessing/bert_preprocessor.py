@@ -3,7 +3,6 @@
 import keras
 import tensorflow as tf
 
-from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
 from keras_bert_app.preprocessing.preprocessing_layer import PreprocessingLayer
 from keras_bert_app.preprocessing.segment_packer import SegmentPacker
 
@@ -27,7 +26,7 @@ class BertPreprocessor(PreprocessingLayer):
     with `keras.ops.convert_to_tensor`; tf tensors on TensorFlow).
 
     Args:
-        tokenizer: `BertTokenizer`.
+        tokenizer: `BertTokenizer` or `SentencePieceTokenizer` (ALBERT).
         sequence_length: int. The packed length.
         truncate: str. "round_robin" (the original, = "longest_first") or
             "waterfall".
@@ -52,6 +51,8 @@ class BertPreprocessor(PreprocessingLayer):
     def __init__(self, tokenizer, sequence_length=128, truncate="round_robin", **kwargs):
         super().__init__(**kwargs)
         if isinstance(tokenizer, dict):
+            from keras_bert_app.preprocessing import bert_tokenizer, sentencepiece_tokenizer  # noqa: F401 (registered)
+
             tokenizer = keras.layers.deserialize(tokenizer)
         # === Layers ===
         self.tokenizer = tokenizer
@@ -76,9 +77,11 @@ class BertPreprocessor(PreprocessingLayer):
 
     @classmethod
     def from_preset(cls, name_or_path, sequence_length=128, truncate="round_robin", **kwargs):
-        """The preprocessor of a preset (its tokenizer; `kwargs` go to it,
-        e.g. `special_tokens_in_strings=True`)."""
-        tokenizer = BertTokenizer.from_preset(name_or_path, **kwargs)
+        """The preprocessor of a preset (the tokenizer it names, WordPiece or
+        SentencePiece; `kwargs` go to it, e.g. `special_tokens_in_strings=True`)."""
+        from keras_bert_app.preprocessing.preset_tokenizer import tokenizer_from_preset
+
+        tokenizer = tokenizer_from_preset(name_or_path, **kwargs)
         return cls(tokenizer, sequence_length=sequence_length, truncate=truncate)
 
     def get_config(self):
