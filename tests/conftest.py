@@ -26,3 +26,28 @@ def backend():
 
 def pytest_report_header(config):
     return f"KERAS_BACKEND={os.environ.get('KERAS_BACKEND', '(default)')}"
+
+
+# KBA_TEST_CPU_LOG=FILE: each test's CPU seconds (this process and the
+# subprocesses it waited for), appended as "nodeid<TAB>seconds" lines. CPU
+# time, unlike wall time, does not grow when other jobs share the cores, so it
+# finds the tests that make CI slow on a busy machine (tools/test_cpu_report.py
+# sums it per file).
+_CPU_LOG = os.environ.get("KBA_TEST_CPU_LOG")
+
+
+def _cpu_seconds():
+    import resource
+
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+if _CPU_LOG:
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        started = _cpu_seconds()
+        yield
+        with open(_CPU_LOG, "a", encoding="utf-8") as log:
+            log.write(f"{os.environ.get('KERAS_BACKEND', '')}\t{item.nodeid}\t{_cpu_seconds() - started:.2f}\n")

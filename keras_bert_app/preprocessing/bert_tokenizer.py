@@ -1,6 +1,5 @@
 """`BertTokenizer`: BERT's WordPiece tokenizer as TensorFlow ops."""
 
-import json
 import os
 import pathlib
 
@@ -11,6 +10,7 @@ import tensorflow_text as tf_text
 from keras_bert_app import errors
 from keras_bert_app import presets
 from keras_bert_app.preprocessing import bert_normalization
+from keras_bert_app.preprocessing import eager_calls
 from keras_bert_app.preprocessing import offsets
 from keras_bert_app.preprocessing import special_tokens
 from keras_bert_app.preprocessing.preprocessing_layer import PreprocessingLayer
@@ -19,7 +19,7 @@ from keras_bert_app.preprocessing.vocabulary import read_vocabulary
 from keras_bert_app.preprocessing.vocabulary import write_vocabulary
 
 SUFFIX_INDICATOR = "##"
-# Eager batches of at least this many strings are tokenized in parallel shards.
+# Batches of at least this many strings run in parallel shards in the compiled graph.
 MIN_SHARDED_BATCH = 256
 MAX_SHARDS = 8
 # The original BERT's cap on the characters of one word; longer words -> [UNK].
@@ -155,14 +155,26 @@ class BertTokenizer(PreprocessingLayer):
         )
         self._vocabulary_tensor = tf.constant(self._vocabulary)
         self._special_token_ids = [self._token_to_id[token] for token in SPECIAL_TOKENS]
-        # Eager calls run one compiled graph instead of op by op, a large
-        # batch split in shards that run in parallel (one per CPU core).
+        # Eager calls run op by op until enough work makes a compiled graph
+        # pay (`eager_calls`); that graph splits a large batch in shards
+        # that run in parallel (one per CPU core).
         strings = [tf.TensorSpec([None], tf.string)]
         self._tokenize_graph = tf.function(
             self._tokenize_sharded, input_signature=strings, autograph=False
         )
+        # Traced once and called from each shard, and from the fast path's
+        # redo of long words: one copy of each graph, not one per call site
+        # (tracing, not running, is most of a first call's cost).
+        self._batch_graph = tf.function(self._tokenize_batch, input_signature=strings, autograph=False)
+        self._exact_graph = tf.function(
+            self._tokenize_text_with_offsets, input_signature=strings, autograph=False
+        )
         self._tokenize_with_offsets_graph = tf.function(
             self._tokenize_with_offsets_batch, input_signature=strings, autograph=False
+        )
+        self._eager_tokenize = eager_calls.EagerRunner(self._tokenize_graph, self._tokenize_batch)
+        self._eager_tokenize_with_offsets = eager_calls.EagerRunner(
+            self._tokenize_with_offsets_graph, self._tokenize_with_offsets_batch
         )
 
     # === Vocabulary lookups (Python) ===
@@ -203,11 +215,9 @@ class BertTokenizer(PreprocessingLayer):
             `tf.Tensor` [(tokens)] for a scalar; otherwise `tf.RaggedTensor`
             [..., (tokens)] with one more (ragged) dimension than `inputs`.
         """
-        eager = tf.executing_eagerly()
+        fn = self._eager_tokenize if tf.executing_eagerly() else self._tokenize_batch
         with tf.device("cpu"):
-            return _map_over_strings(
-                self._tokenize_graph if eager else self._tokenize_batch, inputs
-            )
+            return eager_calls.map_over_strings(fn, inputs, name="BertTokenizer")
 
     def tokenize_with_offsets(self, inputs):
         """Strings -> (token ids, start offsets, end offsets).
@@ -225,9 +235,9 @@ class BertTokenizer(PreprocessingLayer):
             offsets are int64.
         """
         eager = tf.executing_eagerly()
-        fn = self._tokenize_with_offsets_graph if eager else self._tokenize_with_offsets_batch
+        fn = self._eager_tokenize_with_offsets if eager else self._tokenize_with_offsets_batch
         with tf.device("cpu"):
-            return _map_over_strings(fn, inputs, num_outputs=3)
+            return eager_calls.map_over_strings(fn, inputs, num_outputs=3, name="BertTokenizer")
 
     # --- the fast path ---
     def _tokenize_sharded(self, text):
@@ -239,15 +249,10 @@ class BertTokenizer(PreprocessingLayer):
         def sharded():
             size = tf.shape(text, out_type=tf.int64)[0]
             bounds = [size * i // num_shards for i in range(num_shards + 1)]
-            shards = [
-                self._tokenize_batch(text[start:stop])
-                for start, stop in zip(bounds[:-1], bounds[1:])
-            ]
+            shards = [self._batch_graph(text[start:stop]) for start, stop in zip(bounds[:-1], bounds[1:])]
             return tf.concat(shards, axis=0)
 
-        return tf.cond(
-            tf.size(text) >= MIN_SHARDED_BATCH, sharded, lambda: self._tokenize_batch(text)
-        )
+        return tf.cond(tf.size(text) >= MIN_SHARDED_BATCH, sharded, lambda: self._batch_graph(text))
 
     def _tokenize_batch(self, text):
         # text: [batch] tf.string -> ids [batch, (tokens)]
@@ -280,7 +285,7 @@ class BertTokenizer(PreprocessingLayer):
         redo = tf.reduce_any(long_unknown, axis=1)  # [batch]
         redo_rows = tf.where(redo)[:, 0]
         keep_rows = tf.where(~redo)[:, 0]
-        exact_ids, _, _ = self._tokenize_text_with_offsets(tf.gather(text, redo_rows))
+        exact_ids, _, _ = self._exact_graph(tf.gather(text, redo_rows))
         stacked = tf.concat([tf.gather(ids, keep_rows), exact_ids], axis=0)
         order = tf.argsort(tf.concat([keep_rows, redo_rows], axis=0))
         return tf.gather(stacked, order)
@@ -351,16 +356,13 @@ class BertTokenizer(PreprocessingLayer):
 
     # === Config and presets ===
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "vocabulary": self.get_vocabulary(),
-                "lowercase": self.lowercase,
-                "max_input_chars_per_word": self.max_input_chars_per_word,
-                "special_tokens_in_strings": self.special_tokens_in_strings,
-            }
-        )
-        return config
+        return {
+            **super().get_config(),
+            "vocabulary": self.get_vocabulary(),
+            "lowercase": self.lowercase,
+            "max_input_chars_per_word": self.max_input_chars_per_word,
+            "special_tokens_in_strings": self.special_tokens_in_strings,
+        }
 
     @classmethod
     def from_preset(cls, name_or_path, **kwargs):
@@ -382,46 +384,14 @@ class BertTokenizer(PreprocessingLayer):
         return cls(vocabulary=resolved.vocabulary_path, **kwargs)
 
     def save_to_preset(self, path):
-        """Write `vocab.txt` and the "tokenizer" entry of `config.json` in `path`.
-
-        Other keys of an existing `config.json` are kept.
-        """
+        """Write `vocab.txt` and the "tokenizer" entry of `config.json` in `path` (its other keys are kept)."""
         folder = pathlib.Path(path)
         folder.mkdir(parents=True, exist_ok=True)
         write_vocabulary(self._vocabulary, folder / presets.VOCABULARY_FILE)
-        config_path = folder / presets.CONFIG_FILE
-        config = {}
-        if config_path.is_file():
-            config = json.loads(config_path.read_text(encoding="utf-8"))
-        config["tokenizer"] = {
-            "vocabulary": presets.VOCABULARY_FILE,
-            "lowercase": self.lowercase,
-        }
+        entry = {"vocabulary": presets.VOCABULARY_FILE, "lowercase": self.lowercase}
         if self.max_input_chars_per_word != MAX_INPUT_CHARS_PER_WORD:
-            config["tokenizer"]["max_input_chars_per_word"] = self.max_input_chars_per_word
+            entry["max_input_chars_per_word"] = self.max_input_chars_per_word
         if self.special_tokens_in_strings:
-            config["tokenizer"]["special_tokens_in_strings"] = True
-        config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+            entry["special_tokens_in_strings"] = True
+        presets.write_config_entry(folder, "tokenizer", entry)
         return folder
-
-
-def _map_over_strings(fn, inputs, num_outputs=1):
-    """Apply `fn` ([batch] strings -> ragged [batch, (...)], or a tuple of
-    `num_outputs` of them) to strings of any rank."""
-    single = num_outputs == 1
-    apply = (lambda x: (fn(x),)) if single else fn
-    if isinstance(inputs, tf.RaggedTensor):
-        outputs = tuple(inputs.with_flat_values(y) for y in apply(inputs.flat_values))
-    else:
-        inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
-        rank = inputs.shape.rank
-        if rank is None:
-            raise ValueError("BertTokenizer: the input strings must have a known rank")
-        if rank == 0:  # one row: its values are the row
-            outputs = tuple(y.flat_values for y in apply(tf.reshape(inputs, [1])))
-        elif rank == 1:
-            outputs = apply(inputs)
-        else:
-            ragged = tf.RaggedTensor.from_tensor(inputs, ragged_rank=rank - 1)
-            outputs = tuple(ragged.with_flat_values(y) for y in apply(ragged.flat_values))
-    return outputs[0] if single else outputs

@@ -60,6 +60,10 @@ def peak_flops(device_kind=None, num_devices=1):
 
 
 def _detect_device_kind():
+    if keras.backend.backend() == "torch":  # Keras 3.15 has no distribution library on torch: list_devices fails
+        import torch
+
+        return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
     devices = keras.distribution.list_devices()
     if devices and not devices[0].lower().startswith("cpu"):
         if keras.backend.backend() == "jax":

@@ -2,6 +2,7 @@
 
 import keras
 import numpy as np
+import pytest
 
 from keras_bert_app.training.checkpointing import ResumableCheckpoint, list_checkpoints, restore_latest
 from keras_bert_app.training.throughput import ThroughputCallback, bert_training_flops, peak_flops
@@ -22,6 +23,13 @@ def test_peak_flops_known_devices_and_cpu():
     assert peak_flops("TPU v4") == 275e12
     assert peak_flops("cpu") > 1e9
     assert peak_flops("Some Unknown Accelerator") is None
+
+
+@pytest.mark.all_backends
+def test_the_device_is_detected_on_every_backend():
+    # `pretrain` without --peak-tflops detects the device (Keras 3.15 has no list_devices on torch).
+    detected = peak_flops()
+    assert detected is None or detected > 1e9
 
 
 def test_throughput_callback_adds_tokens_per_second_and_mfu():

@@ -1,0 +1,64 @@
+"""How a tokenizer runs when it is called eagerly: op by op, or its compiled graph.
+
+Tracing a tokenizer's graph (normalisation, WordPiece, the exact path for
+over-long words, the shards) takes seconds of CPU; running the same ops one
+by one takes milliseconds per call, and the ops are vectorised over the batch
+(1,000 lines op by op: about as fast as the graph). So an eager tokenizer
+starts op by op and compiles only once it has done enough work for the trace
+to pay: `COMPILE_AFTER` small calls, or a few large batches (the compiled
+graph also splits large batches in shards over the CPU cores). Both give the
+same ids: they run the same ops. Inside `tf.data` or a SavedModel the ops are
+part of that graph already, and none of this applies.
+"""
+
+import tensorflow as tf
+
+COMPILE_AFTER = 32  # eager calls' worth of work before the graph is compiled
+LARGE_BATCH = 256  # strings; a call this large counts as LARGE_BATCH_WORK small ones
+LARGE_BATCH_WORK = 8
+
+
+class EagerRunner:
+    """Call `op_by_op(text)` until the work done makes `graph(text)` (a tf.function) worth tracing.
+
+    Args:
+        graph: the compiled function, [batch] tf.string -> outputs.
+        op_by_op: the same function, not compiled.
+    """
+
+    def __init__(self, graph, op_by_op):
+        self.graph = graph
+        self.op_by_op = op_by_op
+        self.work = 0
+
+    @property
+    def compiled(self):
+        """True once calls go to the compiled graph."""
+        return self.work > COMPILE_AFTER
+
+    def __call__(self, text):
+        # text: [batch] tf.string, eager (its batch size is known)
+        self.work += LARGE_BATCH_WORK if (text.shape[0] or 0) >= LARGE_BATCH else 1
+        return (self.graph if self.compiled else self.op_by_op)(text)
+
+
+def map_over_strings(fn, inputs, num_outputs=1, name="tokenizer"):
+    """Apply `fn` ([batch] strings -> ragged [batch, (...)], or a tuple of
+    `num_outputs` of them) to strings of any rank."""
+    single = num_outputs == 1
+    apply = (lambda x: (fn(x),)) if single else fn
+    if isinstance(inputs, tf.RaggedTensor):
+        outputs = tuple(inputs.with_flat_values(y) for y in apply(inputs.flat_values))
+    else:
+        inputs = tf.convert_to_tensor(inputs, dtype=tf.string)
+        rank = inputs.shape.rank
+        if rank is None:
+            raise ValueError(f"{name}: the input strings must have a known rank")
+        if rank == 0:  # one row: its values are the row
+            outputs = tuple(y.flat_values for y in apply(tf.reshape(inputs, [1])))
+        elif rank == 1:
+            outputs = apply(inputs)
+        else:
+            ragged = tf.RaggedTensor.from_tensor(inputs, ragged_rank=rank - 1)
+            outputs = tuple(ragged.with_flat_values(y) for y in apply(ragged.flat_values))
+    return outputs[0] if single else outputs
