@@ -4,6 +4,7 @@
         --vocab vocab.txt --max-seq-length 128 --dupe-factor 10 --num-shards 8
     keras-bert-app create-pretraining-data --input zh/*.txt --output data/ \\
         --vocab bert_chinese_vocab.txt --whole-word-masking --segmenter jieba
+    keras-bert-app create-pretraining-data --input wiki/*.txt --output sop/ --vocab vocab.txt --pairing sop
 """
 
 import argparse
@@ -27,6 +28,15 @@ def add_masking_arguments(parser, when=""):
                              "(jieba.posseg tags nr, ns, nt; ERNIE's entity-level masking)")
 
 
+def add_pairing_argument(parser, default="nsp", default_help="nsp"):
+    """The --pairing flag, shared with `pretrain --corpus`."""
+    parser.add_argument("--pairing", choices=["nsp", "sop", "full_sentences"], default=default,
+                        help="how sequences are made: nsp (BERT's next-sentence pairs), sop (ALBERT's "
+                             "sentence-order pairs: consecutive segments of one document, swapped half the time, "
+                             "label 1 = swapped), full_sentences (RoBERTa: whole sentences packed across "
+                             f"documents, no pair label); default {default_help}")
+
+
 def add_arguments(parser):
     parser.add_argument("--input", nargs="+", required=True, metavar="FILE",
                         help="corpus files or globs (.gz allowed): one sentence per line, blank line between documents")
@@ -41,6 +51,7 @@ def add_arguments(parser):
     parser.add_argument("--dupe-factor", type=int, default=10, help="passes over the corpus, each with new masks")
     parser.add_argument("--seed", type=int, default=12345)
     add_masking_arguments(parser)
+    add_pairing_argument(parser)
     parser.add_argument("--num-shards", type=int, default=1, help="number of output files")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes")
     parser.add_argument("--overwrite", action="store_true",
@@ -66,6 +77,7 @@ def run(args):
         max_ngram=args.max_ngram,
         segmenter=args.segmenter,
         entity_masking=args.entity_masking,
+        pairing=args.pairing,
         num_shards=args.num_shards,
         workers=args.workers,
         overwrite=args.overwrite,
@@ -74,10 +86,18 @@ def run(args):
     print(
         f"{summary['documents']} documents, {summary['instances']} instances, "
         f"{summary['tokens']} tokens; masked fraction "
-        f"{summary['masked_fraction']:.4f}, IsNext fraction "
-        f"{summary['is_next_fraction']:.4f}, short targets "
+        f"{summary['masked_fraction']:.4f}, {_pairing_line(summary)}, short targets "
         f"{summary['short_target_fraction']:.3f}; "
         f"{len(summary['shards'])} shard(s) in {args.output} "
         f"({summary['seconds']:.1f} s)"
     )
     return 0
+
+
+def _pairing_line(summary):
+    if summary["pairing"] == "sop":
+        return (f"sentence-order pairs: swapped fraction {summary['swapped_fraction']:.4f}, "
+                f"{summary['single_sentence_documents']} single-sentence document(s) skipped")
+    if summary["pairing"] == "full_sentences":
+        return f"full sentences: real-token fraction {summary['real_token_fraction']:.4f}"
+    return f"IsNext fraction {summary['is_next_fraction']:.4f}"

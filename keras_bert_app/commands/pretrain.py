@@ -4,16 +4,20 @@
         --batch-size 32 --steps 10000 --learning-rate 1e-4 --warmup-steps 100
     keras-bert-app pretrain --objective electra --preset bert_tiny_uncased --corpus wiki.txt \\
         --output runs/electra --steps 10000
+    keras-bert-app pretrain --preset bert_base_uncased --data 'short/*.tfrecord' --output runs/base \\
+        --steps 1000000 --batch-size 256 --phase2-data 'long/*.tfrecord' --phase2-steps 100000
     keras-bert-app pretrain --preset bert_base_chinese --corpus zh/*.txt --output runs/zh \\
         --whole-word-masking --segmenter jieba --steps 10000
 
 Rerunning the same command after a kill continues from the last checkpoint.
 """
 
-from keras_bert_app.commands.create_pretraining_data import add_masking_arguments
+from keras_bert_app.commands.create_pretraining_data import add_masking_arguments, add_pairing_argument
 
 
 def add_arguments(parser):
+    from keras_bert_app.training.objectives import OBJECTIVES  # plain data: no TensorFlow
+
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--data", help="pretraining TFRecords (glob, e.g. 'DIR/*.tfrecord')")
     source.add_argument("--corpus", nargs="+", help="corpus files for dynamic masking")
@@ -22,8 +26,9 @@ def add_arguments(parser):
     parser.add_argument("--batch-size", type=int, default=32, help="global batch size (all replicas)")
     parser.add_argument("--steps", type=int, required=True, help="optimizer steps of the whole run")
     parser.add_argument(
-        "--objective", choices=("mlm_nsp", "electra"), default="mlm_nsp",
-        help="mlm_nsp: BERT's masked LM + next sentence prediction; electra: replaced-token detection "
+        "--objective", choices=tuple(OBJECTIVES), default="mlm_nsp",
+        help="mlm_nsp: BERT's masked LM + next sentence prediction; mlm_sop: ALBERT's masked LM + sentence-order "
+        "prediction (sop records or --pairing sop); mlm: masked LM alone (RoBERTa); electra: replaced-token detection "
         "(a small generator fills the masked positions; the preset is the discriminator, with preset/generator/)",
     )
     parser.add_argument(
@@ -43,8 +48,19 @@ def add_arguments(parser):
     parser.add_argument("--no-nsp", action="store_true", help="masked LM only (no NSP head)")
     parser.add_argument("--max-seq-length", type=int, default=None, help="--corpus: default 128; --data: read from the records")
     parser.add_argument("--max-predictions", type=int, default=None, help="--corpus: default 20; --data: read from the records")
-    add_masking_arguments(
-        parser.add_argument_group("masking of --corpus (--data records hold their own)"), ", once before the first epoch"
+    corpus_options = parser.add_argument_group("masking and pairing of --corpus (--data records hold their own)")
+    add_masking_arguments(corpus_options, ", once before the first epoch")
+    add_pairing_argument(corpus_options, None, "the objective's: nsp, sop for mlm_sop, full_sentences for mlm")
+    phase2 = parser.add_argument_group(
+        "two-phase pretraining (the paper's 90% of steps at 128, the last 10% at 512)",
+        "the last --phase2-steps of --steps read --phase2-data (records of another length), with the same "
+        "optimizer state and schedule; position embeddings past phase 1's length train in phase 2 only",
+    )
+    phase2.add_argument("--phase2-data", default=None, help="phase-2 TFRecords (glob), e.g. 'long/*.tfrecord'")
+    phase2.add_argument("--phase2-steps", type=int, default=None, help="steps of phase 2, the last of --steps")
+    phase2.add_argument("--phase2-batch-size", type=int, default=None, help="global batch size of phase 2 (default: --batch-size)")
+    phase2.add_argument(
+        "--phase2-max-seq-length", type=int, default=None, help="check: the phase-2 records hold this length"
     )
     parser.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (divides --steps; default near 1000)")
     parser.add_argument("--seed", type=int, default=12345)
@@ -99,5 +115,10 @@ def run(args):
         max_ngram=args.max_ngram,
         segmenter=args.segmenter,
         entity_masking=args.entity_masking,
+        pairing=args.pairing,
+        phase2_data=args.phase2_data,
+        phase2_steps=args.phase2_steps,
+        phase2_batch_size=args.phase2_batch_size,
+        phase2_max_seq_length=args.phase2_max_seq_length,
     )
     return 0

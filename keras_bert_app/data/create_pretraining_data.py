@@ -13,6 +13,9 @@ generator, so the output is byte-identical whatever the number of workers.
 Chinese whole-word masking cuts the text into words with a segmenter first
 (`--whole-word-masking --segmenter jieba`, see `segmentation`); n-gram
 masking (`--masking ngram --max-ngram 3`) masks phrases of whole words.
+`--pairing sop` writes ALBERT's sentence-order pairs (`sentence_order`),
+`--pairing full_sentences` RoBERTa's packed full sentences without a pair
+label (`full_sentences`); the summary records the pairing.
 """
 
 import json
@@ -28,7 +31,10 @@ from keras_bert_app import errors
 from keras_bert_app.data.corpus import expand_input_files
 from keras_bert_app.data.corpus import tokenize_corpus
 from keras_bert_app.data.masking import masking_scheme
+from keras_bert_app.data.pretraining_instances import PAIRINGS
 from keras_bert_app.data.pretraining_instances import InstanceMaker
+from keras_bert_app.data.pretraining_instances import check_pairing_corpus
+from keras_bert_app.data.pretraining_records import SUMMARY_FILE
 from keras_bert_app.data.pretraining_records import existing_records
 from keras_bert_app.data.pretraining_records import serialize_features
 from keras_bert_app.data.pretraining_records import shard_boundaries
@@ -40,7 +46,6 @@ from keras_bert_app.data.segmentation import summary_line
 if TYPE_CHECKING:
     from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
 
-SUMMARY_FILE = "pretraining_data.json"
 DOCUMENTS_PER_TASK = 16
 
 # Set in the parent before the worker processes fork, read by them.
@@ -51,23 +56,19 @@ def _generate(task):
     """Serialized instances of documents `[start, end)` in one pass."""
     corpus, maker = _SHARED["corpus"], _SHARED["maker"]
     pass_index, start, end = task
-    parts, num_short = [], 0
-    for document_index in range(start, end):
-        features, is_short = maker.document_instances(corpus, document_index, pass_index)
-        parts.append(features)
-        num_short += is_short
     # One serialization call for the whole task: NumPy's per-call cost is
     # paid once, not once per document.
-    features = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
-    labels = features["next_sentence_labels"]
+    features, num_short = maker.group_instances(corpus, range(start, end), pass_index)
+    labels = features.get("next_sentence_labels", np.zeros(0, np.int64))
+    num_instances = len(features["input_ids"])
     counts = np.array([
-        len(labels),
+        num_instances,
         features["input_mask"].sum(),
         np.count_nonzero(features["masked_lm_weights"]),
         (labels == 0).sum(),
         num_short,
-    ], dtype=np.int64)  # instances, tokens, masked, is_next, short
-    return serialize_features(features), counts
+    ], dtype=np.int64)  # instances, tokens, masked, label 0 (is_next / in order), short
+    return (serialize_features(features) if num_instances else []), counts
 
 
 def _tasks(num_documents, dupe_factor):
@@ -159,6 +160,7 @@ def create_pretraining_data(
     max_ngram: int = 3,
     segmenter: "str | Callable[[str], list] | None" = None,
     entity_masking: bool = False,
+    pairing: str = "nsp",
     num_shards: int = 1,
     workers: int = 1,
     overwrite: bool = False,
@@ -191,6 +193,16 @@ def create_pretraining_data(
         entity_masking: bool. With `segmenter="jieba"`: named entities
             (jieba.posseg's person, place and organisation tags) are units,
             consecutive entity words joined (ERNIE's entity-level masking).
+        pairing: str. How sequences are made: `nsp` (BERT's next-sentence
+            pairs, label 1 = random next), `sop` (ALBERT's sentence-order
+            pairs: two consecutive segments of one document, swapped with
+            probability 0.5, label 1 = swapped, stored as
+            `next_sentence_labels`; one-sentence documents are skipped and
+            counted in the summary's `single_sentence_documents`) or
+            `full_sentences` (RoBERTa: whole sentences packed back to back
+            across documents, `[SEP]` between documents; no pair label, so
+            the records omit `next_sentence_labels`). The summary records
+            it (`pairing`), and `pretrain` reads it from there.
         dupe_factor: int. Passes over the corpus, each with new masks.
         num_shards: int. Number of `*.tfrecord` files.
         workers: int. Worker processes for pairing, masking, serializing.
@@ -211,13 +223,15 @@ def create_pretraining_data(
             installed (the message says how to install it).
         keras_bert_app.errors.OutputExistsError: `output_dir` is a file or holds
             the shards of another run (without `overwrite`).
-        keras_bert_app.errors.DataError: the corpus holds fewer than 2 documents.
+        keras_bert_app.errors.DataError: the corpus holds fewer than 2
+            documents (`nsp`), or no document of 2 sentences (`sop`).
         ValueError: a corpus line that is not valid UTF-8 (names file and line).
     """
     _check_settings(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor, seed,
                     whole_word_masking, num_shards, workers, overwrite, progress, lowercase)
     scheme = masking_scheme(masking, max_ngram, whole_word_masking, segmenter)
     errors.check_type("entity_masking", entity_masking, bool)
+    errors.check_choice("pairing", pairing, PAIRINGS)
     segment = resolve_segmenter(segmenter, entities=entity_masking)
     tokenizer = _tokenizer(tokenizer, lowercase)
     output_dir = os.fspath(errors.check_path("output_dir", output_dir))
@@ -232,6 +246,7 @@ def create_pretraining_data(
         seed=seed,
         masking=scheme,
         max_ngram=max_ngram,
+        pairing=pairing,
     )
     start_time = time.perf_counter()
     description = "tokenizing" if segment is None else "tokenizing+segmenting"
@@ -239,12 +254,7 @@ def create_pretraining_data(
         corpus = tokenize_corpus(files, tokenizer, progress=bar.update, segmenter=segment)
     if corpus.segmentation is not None and log is not None:
         log(summary_line(corpus.segmentation))
-    if corpus.num_documents < 2:
-        raise errors.DataError(
-            f"The corpus {files} holds 1 document: next-sentence prediction "
-            "draws random next sentences from other documents, so at least 2 "
-            "are needed. Separate documents with a blank line."
-        )
+    single_sentence_documents = check_pairing_corpus(corpus, pairing, f"The corpus {files}")
 
     tasks = _tasks(corpus.num_documents, dupe_factor)
     records, counts = [], np.zeros(5, dtype=np.int64)
@@ -291,7 +301,9 @@ def create_pretraining_data(
         "instances": num_instances,
         "tokens": num_tokens,
         "masked_fraction": num_masked / max(num_tokens, 1),
-        "is_next_fraction": num_is_next / max(num_instances, 1),
+        "pairing": pairing,
+        **_pairing_counts(pairing, num_instances, num_is_next, single_sentence_documents),
+        "real_token_fraction": num_tokens / max(num_instances * max_seq_length, 1),
         "short_target_fraction": num_short / (dupe_factor * corpus.num_documents),
         "seconds": time.perf_counter() - start_time,
         "max_seq_length": max_seq_length,
@@ -312,6 +324,18 @@ def create_pretraining_data(
         json.dump(summary, stream, indent=2)
     os.replace(summary_path + ".incomplete", summary_path)
     return summary
+
+
+def _pairing_counts(pairing, num_instances, num_label_0, single_sentence_documents):
+    """The summary's pair-label counts: the IsNext share (nsp), the swapped share and skipped documents (sop)."""
+    if pairing == "nsp":
+        return {"is_next_fraction": num_label_0 / max(num_instances, 1)}
+    if pairing == "sop":
+        return {
+            "swapped_fraction": 1 - num_label_0 / max(num_instances, 1),
+            "single_sentence_documents": single_sentence_documents,
+        }
+    return {}
 
 
 def _segmenter_name(segmenter):

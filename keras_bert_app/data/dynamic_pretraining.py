@@ -9,6 +9,9 @@ reproducible. The result is a `tf.data.Dataset`, which `model.fit` takes on
 every Keras backend. With a word segmenter (Chinese whole-word or n-gram
 masking), the corpus is segmented once, with the tokenization, and the word
 boundaries are carried with the tokens: no epoch runs the segmenter again.
+The pairing is that of the static data: `nsp`, `sop` (ALBERT's sentence
+order) or `full_sentences` (RoBERTa's packing, redone every epoch over the
+epoch's document order, in groups of documents; no `nsp` label in `y`).
 """
 
 import numpy as np
@@ -17,9 +20,13 @@ from keras_bert_app.data.corpus import expand_input_files
 from keras_bert_app.data.corpus import tokenize_corpus
 from keras_bert_app.data.masking import masking_scheme
 from keras_bert_app.data.pretraining_instances import InstanceMaker
+from keras_bert_app.data.pretraining_instances import check_pairing_corpus
 from keras_bert_app.data.pretraining_records import features_to_model_inputs
 from keras_bert_app.data.segmentation import resolve_segmenter
 from keras_bert_app.data.segmentation import summary_line
+
+# Documents packed together by `full_sentences` (one generator call).
+DOCUMENTS_PER_GROUP = 16
 
 
 def dynamic_pretraining_dataset(
@@ -39,6 +46,7 @@ def dynamic_pretraining_dataset(
     segmenter=None,
     entity_masking=False,
     log=None,
+    pairing="nsp",
 ):
     """A dataset of masked sentence-pair batches with fresh masks every epoch.
 
@@ -60,13 +68,18 @@ def dynamic_pretraining_dataset(
             the dataset is built).
         entity_masking: bool. With `segmenter="jieba"`, named entities are
             units (see `segmentation.jieba_entity_segmenter`).
-        log: optional callable taking a str: gets the segmentation summary.
+        log: optional callable taking a str: gets the segmentation summary
+            (and, for `sop`, the number of one-sentence documents skipped).
+        pairing: str. `nsp`, `sop` or `full_sentences` (see
+            `InstanceMaker`); `full_sentences` packs each epoch's documents
+            in groups of `DOCUMENTS_PER_GROUP`, in that epoch's order.
 
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)` as
         `pretraining_dataset` gives: `x` has `token_ids`, `segment_ids`,
         `padding_mask` `[batch, max_seq_length]` and `mask_positions`
-        `[batch, max_predictions_per_seq]`; `y` has `mlm` and `nsp`;
+        `[batch, max_predictions_per_seq]`; `y` has `mlm` and `nsp` (not
+        for `full_sentences`);
         `sample_weight` has `mlm`. Iterating it again gives the next epoch.
     """
     import tensorflow as tf
@@ -76,11 +89,9 @@ def dynamic_pretraining_dataset(
     corpus = tokenize_corpus(expand_input_files(input_files), tokenizer, segmenter=segment)
     if corpus.segmentation is not None and log is not None:
         log(summary_line(corpus.segmentation))
-    if corpus.num_documents < 2:
-        raise ValueError(
-            f"The corpus holds {corpus.num_documents} document: random next "
-            "sentences need at least 2. Separate documents with a blank line."
-        )
+    skipped = check_pairing_corpus(corpus, pairing, "The corpus")
+    if skipped and log is not None:
+        log(f"Sentence-order pairs: {skipped} of {corpus.num_documents} documents hold one sentence and are skipped.")
     maker = InstanceMaker(
         list(tokenizer.get_vocabulary()),
         max_seq_length=max_seq_length,
@@ -90,15 +101,17 @@ def dynamic_pretraining_dataset(
         seed=seed,
         masking=scheme,
         max_ngram=max_ngram,
+        pairing=pairing,
     )
+    group_size = DOCUMENTS_PER_GROUP if pairing == "full_sentences" else 1
     epochs_started = [0]
 
     def documents_of_next_epoch():
         epoch = epochs_started[0]
         epochs_started[0] += 1
         order = np.random.default_rng([seed, epoch]).permutation(corpus.num_documents)
-        for document_index in order.tolist():
-            features, _ = maker.document_instances(corpus, document_index, epoch)
+        for start in range(0, corpus.num_documents, group_size):
+            features, _ = maker.group_instances(corpus, order[start : start + group_size].tolist(), epoch)
             yield features
 
     sequence = tf.TensorSpec([None, max_seq_length], tf.int32)
@@ -110,8 +123,9 @@ def dynamic_pretraining_dataset(
         "masked_lm_positions": predictions,
         "masked_lm_ids": predictions,
         "masked_lm_weights": tf.TensorSpec([None, max_predictions_per_seq], tf.float32),
-        "next_sentence_labels": tf.TensorSpec([None], tf.int64),
     }
+    if pairing != "full_sentences":
+        signature["next_sentence_labels"] = tf.TensorSpec([None], tf.int64)
     dataset = tf.data.Dataset.from_generator(
         documents_of_next_epoch, output_signature=signature
     )
@@ -120,3 +134,4 @@ def dynamic_pretraining_dataset(
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     dataset = dataset.map(features_to_model_inputs)
     return dataset.prefetch(tf.data.AUTOTUNE)
+

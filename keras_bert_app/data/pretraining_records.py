@@ -12,6 +12,10 @@ Each record is a `tf.train.Example` with the features of the original
     next_sentence_labels  int64 [1]
 
 Padding is 0 everywhere (`masked_lm_weights` 0.0 marks a padded prediction).
+Records of full sentences (`pairing="full_sentences"`) have no pair label and
+omit `next_sentence_labels`. Which pairing made the records (`nsp`: label 1 =
+random next; `sop`: label 1 = swapped, as ALBERT stores it) is written beside
+them, in `pretraining_data.json` (`records_pairing` reads it).
 """
 
 import os
@@ -19,6 +23,8 @@ import os
 import numpy as np
 
 RECORD_SUFFIX = ".tfrecord"
+SUMMARY_FILE = "pretraining_data.json"
+PAIR_LABEL_FEATURE = "next_sentence_labels"
 
 
 INT64_FEATURES = (
@@ -126,6 +132,8 @@ def serialize_features(features):
     """
     columns = []
     for name in INT64_FEATURES:
+        if name == PAIR_LABEL_FEATURE and name not in features:
+            continue  # full sentences: no pair label
         packed = _packed_varint_rows(features[name])
         prefixes = _PREFIXES[name]
         columns.append([prefixes[len(row)] + row for row in packed])
@@ -161,22 +169,24 @@ def write_records_atomically(path, records):
             os.remove(temporary)
 
 
-def parse_features(max_seq_length, max_predictions_per_seq):
-    """The `tf.io.parse_single_example` spec of the original features."""
+def parse_features(max_seq_length, max_predictions_per_seq, pair_labels=True):
+    """The `tf.io.parse_single_example` spec of the original features (without the label: `pair_labels=False`)."""
     import tensorflow as tf
 
     def fixed(length, dtype=tf.int64):
         return tf.io.FixedLenFeature([length], dtype)
 
-    return {
+    spec = {
         "input_ids": fixed(max_seq_length),
         "input_mask": fixed(max_seq_length),
         "segment_ids": fixed(max_seq_length),
         "masked_lm_positions": fixed(max_predictions_per_seq),
         "masked_lm_ids": fixed(max_predictions_per_seq),
         "masked_lm_weights": fixed(max_predictions_per_seq, tf.float32),
-        "next_sentence_labels": fixed(1),
     }
+    if pair_labels:
+        spec[PAIR_LABEL_FEATURE] = fixed(1)
+    return spec
 
 
 def features_to_model_inputs(features):
@@ -184,7 +194,8 @@ def features_to_model_inputs(features):
 
     Args:
         features: dict of the original feature names to batched tensors
-            (`next_sentence_labels` `[batch]` or `[batch, 1]`).
+            (`next_sentence_labels` `[batch]` or `[batch, 1]`; without it,
+            full sentences, `y` has no `nsp`).
     """
     import tensorflow as tf
 
@@ -197,10 +208,9 @@ def features_to_model_inputs(features):
         "padding_mask": ids("input_mask"),
         "mask_positions": ids("masked_lm_positions"),
     }
-    y = {
-        "mlm": ids("masked_lm_ids"),
-        "nsp": tf.reshape(ids("next_sentence_labels"), [-1]),
-    }
+    y = {"mlm": ids("masked_lm_ids")}
+    if PAIR_LABEL_FEATURE in features:
+        y["nsp"] = tf.reshape(ids(PAIR_LABEL_FEATURE), [-1])
     sample_weight = {"mlm": tf.cast(features["masked_lm_weights"], tf.float32)}
     return x, y, sample_weight
 
@@ -218,6 +228,7 @@ def pretraining_dataset(
     input_context=None,
     num_shards=None,
     shard_index=None,
+    pair_labels=True,
 ):
     """Batches for `BertPretrainer` from pretraining TFRecords.
 
@@ -238,6 +249,8 @@ def pretraining_dataset(
         num_shards: optional int. Shard the input this many ways (without
             `input_context`).
         shard_index: optional int. Which shard to read, in `[0, num_shards)`.
+        pair_labels: bool. The records hold `next_sentence_labels` (False
+            for full-sentence records: then `y` has no `nsp`).
 
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)`: `x` has `token_ids`,
@@ -285,7 +298,7 @@ def pretraining_dataset(
         dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
     if repeat:
         dataset = dataset.repeat()
-    spec = parse_features(max_seq_length, max_predictions_per_seq)
+    spec = parse_features(max_seq_length, max_predictions_per_seq, pair_labels)
     dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     dataset = dataset.map(
         lambda records: features_to_model_inputs(tf.io.parse_example(records, spec)),
@@ -310,3 +323,40 @@ def shard_name(index, num_shards):
 def shard_boundaries(num_records, num_shards):
     """Start offsets of contiguous shards of near-equal size, then the end."""
     return np.linspace(0, num_records, num_shards + 1).round().astype(np.int64)
+
+
+def records_pairing(files, pair_labels=True):
+    """The pairing that made some records, and where that was read.
+
+    Args:
+        files: list of str. Record files (local or `tf.io.gfile` paths).
+        pair_labels: bool. Whether the records hold `next_sentence_labels`.
+
+    Returns:
+        `(pairing, source)`: the `pairing` of the `pretraining_data.json`
+        beside the files (all must agree); without one, `full_sentences`
+        for records without a pair label and `nsp` otherwise (the original
+        layout: Google's script writes next-sentence pairs); `source` names
+        the file read, or says the pairing was inferred.
+
+    Raises:
+        ValueError: the files' summaries name different pairings.
+    """
+    import json
+
+    import tensorflow as tf
+
+    found = {}
+    for directory in sorted({os.path.dirname(str(path)) for path in files}):
+        summary = os.path.join(directory, SUMMARY_FILE)
+        if tf.io.gfile.exists(summary):
+            with tf.io.gfile.GFile(summary) as stream:
+                found[summary] = json.load(stream).get("pairing", "nsp")  # written before pairings: nsp
+    if len(set(found.values())) > 1:
+        raise ValueError(f"The records were made with different pairings: {found}.")
+    if found:
+        summary, pairing = next(iter(found.items()))
+        return pairing, summary
+    inferred = "nsp" if pair_labels else "full_sentences"
+    label = "with" if pair_labels else "without"
+    return inferred, f"no {SUMMARY_FILE} beside the records, which are {label} next_sentence_labels"

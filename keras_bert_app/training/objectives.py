@@ -3,6 +3,11 @@
 One row per objective in `OBJECTIVES`:
 - "mlm_nsp": BERT's masked LM + next sentence prediction (`BertPretrainer`;
   `next_sentence_prediction=False` keeps the masked LM only).
+- "mlm_sop": ALBERT's masked LM + sentence-order prediction: the same
+  two-class head on the pooled `[CLS]` (output `nsp`, so `nsp_accuracy` in
+  the metrics is the SOP accuracy), trained on `sop` pairs.
+- "mlm": RoBERTa's masked LM alone (`BertPretrainer` without the sentence
+  head); it reads any pairing, `full_sentences` by default.
 - "electra": ELECTRA's replaced-token detection (`ElectraPretrainer`): a
   generator `generator_size` of the encoder's size fills the masked
   positions, the encoder learns to find the replaced tokens; the batches'
@@ -10,8 +15,9 @@ One row per objective in `OBJECTIVES`:
   (`data.electra_masking`: 85% `[MASK]`, 15% kept).
 
 A new objective adds a row: its model (a `BertTask` with the pretrainers'
-API), its batch transform, the variable `output_bias_init="unigram"` sets and
-its FLOPs per sequence for the throughput line.
+API), its batch transform, the variable `output_bias_init="unigram"` sets,
+its FLOPs per sequence for the throughput line and the pairings of the data
+it can learn from (`check_pairing` refuses the others).
 """
 
 import dataclasses
@@ -20,6 +26,8 @@ from collections.abc import Callable
 from keras_bert_app import errors, presets
 
 DEFAULT_OBJECTIVE = "mlm_nsp"
+# The pairings of `data.pretraining_instances.PAIRINGS` (kept here without importing the data layer's NumPy).
+ALL_PAIRINGS = ("nsp", "sop", "full_sentences")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +45,9 @@ class Objective:
             `output_bias` is what `output_bias_init="unigram"` sets).
         training_flops: callable(model, settings) -> FLOPs of one training
             step on one sequence.
+        pairings: tuple of str. The pairings (`nsp`, `sop`,
+            `full_sentences`) of the records or corpus it can learn from;
+            the first is the default pairing of a corpus.
     """
 
     name: str
@@ -46,12 +57,51 @@ class Objective:
     prepare_batches: Callable
     masked_lm_head: Callable
     training_flops: Callable
+    pairings: tuple = ALL_PAIRINGS
 
 
 def get_objective(name):
     """The `Objective` of a name; `ArgumentError` naming "objective" for an unknown one."""
     errors.check_choice("objective", name, tuple(OBJECTIVES))
     return OBJECTIVES[name]
+
+
+def accepted_pairings(settings):
+    """The pairings `settings.objective` learns from (`mlm_nsp` without its NSP head: all of them)."""
+    if settings.objective == "mlm_nsp" and not settings.next_sentence_prediction:
+        return ALL_PAIRINGS
+    return get_objective(settings.objective).pairings
+
+
+def check_pairing(settings, pairing, records=None, source=None):
+    """One clear error when the data's pairing does not fit the objective.
+
+    Args:
+        settings: the run's settings (`objective`, `next_sentence_prediction`).
+        pairing: str. The pairing of the records or corpus.
+        records: str or None. The records' pattern (None: a corpus, whose
+            pairing is the `pairing` argument).
+        source: str or None. Where the records' pairing was read.
+
+    Raises:
+        keras_bert_app.errors.DataError: records of another pairing.
+        keras_bert_app.errors.ArgumentError: (argument "pairing") a corpus
+            pairing the objective cannot learn from.
+    """
+    accepted = accepted_pairings(settings)
+    if pairing in accepted:
+        return
+    wanted = " or ".join(accepted)
+    if records is not None:
+        raise errors.DataError(
+            f"The records in {records!r} were made with pairing {pairing!r} ({source}), but objective "
+            f"{settings.objective!r} learns from pairing {wanted}: write records with "
+            f"create-pretraining-data --pairing {accepted[0]}, or choose another --objective."
+        )
+    raise errors.ArgumentError(
+        "pairing",
+        f"pairing {pairing!r} does not fit objective {settings.objective!r}, which learns from pairing {wanted}.",
+    )
 
 
 # === Shared ===
@@ -81,20 +131,34 @@ def _unchanged(dataset, settings, resolved):
     return dataset
 
 
-# === mlm_nsp ===
+# === mlm_nsp, mlm_sop, mlm ===
 def _check_bert(settings, resolved):
     for name in ("generator_size", "rtd_weight"):
         if getattr(settings, name) is not None:
             raise errors.ArgumentError(name, f"{name} is an option of objective 'electra'; the objective is '{settings.objective}'.")
+    if settings.objective == "mlm_sop" and not settings.next_sentence_prediction:
+        raise errors.ArgumentError(
+            "next_sentence_prediction",
+            "no_nsp drops the sentence head that objective 'mlm_sop' trains; for the masked LM alone use objective 'mlm'.",
+        )
 
 
-def _build_bert(settings, resolved, resuming):
+def _bert_builder(sentence_head):
+    """`build` of a `BertPretrainer`: with the sentence head (True), without (False), or as `no_nsp` says (None)."""
+
+    def build(settings, resolved, resuming):
+        nsp = settings.next_sentence_prediction if sentence_head is None else sentence_head
+        return _build_bert(settings, resolved, resuming, nsp)
+
+    return build
+
+
+def _build_bert(settings, resolved, resuming, nsp):
     from keras_bert_app.models.bert_encoder import BertEncoder
     from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
 
     _check_has_weights(settings, resolved, resuming)
     overrides = _overrides(settings)
-    nsp = settings.next_sentence_prediction
     if resuming or not resolved.has_weights:
         if not resuming:
             settings.say(f"Preset {settings.preset!r} has no weights here: starting from freshly initialised weights.")
@@ -103,7 +167,15 @@ def _build_bert(settings, resolved, resuming):
     settings.say(f"Starting from the weights of preset {settings.preset!r}.")
     if resolved.source_format is None and not (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
         settings.say(f"  (no {HEAD_WEIGHTS_FILE} there: fresh pretraining heads)")
-    return BertPretrainer.from_preset(resolved.folder, next_sentence_prediction=nsp, **overrides)
+    try:
+        return BertPretrainer.from_preset(resolved.folder, next_sentence_prediction=nsp, **overrides)
+    except ValueError as error:  # masked-LM-only heads asked for a sentence head
+        raise errors.ArgumentError("preset", f"preset {settings.preset!r}: {error}") from None
+
+
+def _masked_lm_only(dataset, settings, resolved):
+    """Batches without the pair label (the masked-LM-only model has no output for it)."""
+    return dataset.map(lambda x, y, sample_weight: (x, {"mlm": y["mlm"]}, sample_weight))
 
 
 def _bert_flops(pretrainer, settings):
@@ -202,10 +274,31 @@ OBJECTIVES = {
         name="mlm_nsp",
         default_learning_rate=1e-4,  # BERT (Devlin et al. 2018, A.2)
         check=_check_bert,
-        build=_build_bert,
+        build=_bert_builder(None),
         prepare_batches=_unchanged,
         masked_lm_head=lambda pretrainer: pretrainer.masked_lm_head,
         training_flops=_bert_flops,
+        pairings=("nsp",),
+    ),
+    "mlm_sop": Objective(
+        name="mlm_sop",
+        default_learning_rate=1e-4,  # as BERT's (ALBERT's LAMB 0.00176 is for batch 4096)
+        check=_check_bert,
+        build=_bert_builder(True),
+        prepare_batches=_unchanged,
+        masked_lm_head=lambda pretrainer: pretrainer.masked_lm_head,
+        training_flops=_bert_flops,
+        pairings=("sop",),
+    ),
+    "mlm": Objective(
+        name="mlm",
+        default_learning_rate=1e-4,
+        check=_check_bert,
+        build=_bert_builder(False),
+        prepare_batches=_masked_lm_only,
+        masked_lm_head=lambda pretrainer: pretrainer.masked_lm_head,
+        training_flops=_bert_flops,
+        pairings=("full_sentences", "nsp", "sop"),
     ),
     "electra": Objective(
         name="electra",
@@ -215,5 +308,6 @@ OBJECTIVES = {
         prepare_batches=_electra_batches,
         masked_lm_head=lambda pretrainer: pretrainer.generator_head,
         training_flops=_electra_flops,
+        pairings=("nsp", "sop", "full_sentences"),
     ),
 }

@@ -17,10 +17,10 @@ pretrain` is this function on the command line.
 import dataclasses
 import os
 import pathlib
-import warnings
 from collections.abc import Callable, Sequence
 
 from keras_bert_app import errors
+from keras_bert_app.training import phases
 from keras_bert_app.training.objectives import DEFAULT_OBJECTIVE, OBJECTIVES, get_objective
 from keras_bert_app.training.pretraining_inputs import DATA_FEATURES, data_arguments, data_shape, pretraining_batches
 from keras_bert_app.training.run_folder import (
@@ -30,7 +30,6 @@ from keras_bert_app.training.run_folder import (
     RUN_KEYS,
     check_run_dir,
     run_config,
-    write_preset,
     write_run_config,
 )
 
@@ -77,6 +76,13 @@ class _Settings:
     max_ngram: int = 3
     segmenter: str | None = None
     entity_masking: bool = False
+    pairing: str | None = None  # None: the objective's; records: theirs (set by data_shape)
+    phase2_data: str | None = None  # two-phase runs (training.phases)
+    phase2_steps: int = 0
+    phase2_batch_size: int | None = None
+    phase2_max_seq_length: int | None = None
+    phase2_max_predictions: int | None = None
+    phase2_pairing: str | None = None  # that of the phase-2 records (set by phases.phase2_shape)
 
     def say(self, message):
         if self.log is not None:
@@ -118,6 +124,11 @@ def pretrain(
     max_ngram: int = 3,
     segmenter: str | None = None,
     entity_masking: bool = False,
+    pairing: str | None = None,
+    phase2_data: str | os.PathLike | None = None,
+    phase2_steps: int | None = None,
+    phase2_batch_size: int | None = None,
+    phase2_max_seq_length: int | None = None,
 ) -> pathlib.Path:
     """Pretrain a BERT with masked LM (+ next sentence prediction) or ELECTRA, resumably, into a run folder.
 
@@ -169,8 +180,9 @@ def pretrain(
         verbose: int. Keras progress: 0 silent, 1 bar, 2 one line per epoch.
         log: callable or None. Receives the run's progress lines (start,
             resume, throughput, end); None prints nothing but Keras' progress.
-        objective: "mlm_nsp" (BERT: masked LM + next sentence prediction) or
-            "electra" (replaced-token detection: `models.ElectraPretrainer`;
+        objective: "mlm_nsp" (BERT: masked LM + next sentence prediction),
+            "mlm_sop" (ALBERT: masked LM + sentence-order prediction), "mlm"
+            (RoBERTa: masked LM alone) or "electra" (replaced-token detection: `models.ElectraPretrainer`;
             the masked positions of the data get ELECTRA's corruption, 85%
             `[MASK]` and 15% kept; the preset written at the end is the
             discriminator, with the generator in `preset/generator/`).
@@ -183,6 +195,19 @@ def pretrain(
             `corpus`' masking, as `create_pretraining_data`'s: "token",
             "whole_word" or "ngram"; segmenter "jieba" cuts Chinese into words
             once, before the first epoch. Errors with `data` (records hold theirs).
+        pairing: str or None. `corpus`' pairing: "nsp", "sop" or
+            "full_sentences" (see `create_pretraining_data`); None: the
+            objective's own (nsp for mlm_nsp and electra, sop for mlm_sop,
+            full_sentences for mlm). Records hold theirs; an objective that
+            cannot learn from the data's pairing is refused.
+        phase2_data, phase2_steps, phase2_batch_size, phase2_max_seq_length:
+            two-phase pretraining (`training.phases`, the paper's 90% of steps
+            at 128 then 10% at 512): the last `phase2_steps` of `steps` read
+            these records (another length, from `create_pretraining_data`) at
+            `phase2_batch_size` (default `batch_size`), with the same
+            optimizer state and schedule; `phase2_max_seq_length` checks
+            their length. Position embeddings past phase 1's length train in
+            phase 2 only.
 
     Returns:
         pathlib.Path of the run folder; its `preset/` is the result.
@@ -212,6 +237,7 @@ def pretrain(
         # Before the data is read: a missing TPU fails at once, whatever the data's path.
         distribution = create_distribution(settings.strategy, tpu_address=settings.tpu)
         settings = dataclasses.replace(settings, **data_shape(settings, resolved.config["encoder"]))
+        settings = dataclasses.replace(settings, **phases.phase2_shape(settings, resolved.config["encoder"]))
         return _run(settings, resolved, distribution)
     finally:
         keras.config.set_dtype_policy(previous_policy)
@@ -222,8 +248,9 @@ def _run(settings, resolved, distribution):
 
     run_dir = settings.output
     checkpoint_dir = run_dir / "checkpoints"
-    config = run_config(settings)
+    config = {**run_config(settings), **phases.run_config_entries(settings)}
     resuming = check_run_dir(run_dir, config, checkpoint_dir)
+    phases.check_same_phases(run_dir, settings)
     if resuming and list_checkpoints(checkpoint_dir)[-1][0] >= settings.steps and (run_dir / PRESET_FOLDER).is_dir():
         settings.say(f"Run in {run_dir} already finished ({settings.steps} steps); its preset is {run_dir / PRESET_FOLDER}.")
         return run_dir
@@ -237,7 +264,7 @@ def _run(settings, resolved, distribution):
         _init_output_bias(settings, resolved, pretrainer)
     if distribution.is_chief:
         write_run_config(run_dir, config)
-    _train(settings, resolved, pretrainer, distribution, checkpoint_dir)
+    phases.train(settings, resolved, pretrainer, distribution, checkpoint_dir)
     return run_dir
 
 
@@ -246,7 +273,8 @@ def _checked_settings(
     preset, output, steps, data, corpus, batch_size, learning_rate, warmup_steps, optimizer, weight_decay,
     accumulation_steps, strategy, tpu, mixed_precision, jit_compile, next_sentence_prediction, max_seq_length,
     max_predictions, checkpoint_every, seed, output_bias_init, dropout, peak_tflops, verbose, log,
-    objective=DEFAULT_OBJECTIVE, generator_size=None, rtd_weight=None, **corpus_masking,
+    objective=DEFAULT_OBJECTIVE, generator_size=None, rtd_weight=None, phase2_data=None, phase2_steps=None,
+    phase2_batch_size=None, phase2_max_seq_length=None, **corpus_masking,
 ):
     """Typed errors naming the argument for every bad value; defaults filled in. The inputs are not changed."""
     from keras_bert_app.training.distribution import STRATEGY_NAMES
@@ -256,6 +284,7 @@ def _checked_settings(
     errors.check_int("steps", steps, minimum=1)
     inputs = data_arguments(data, corpus, max_seq_length, max_predictions, **corpus_masking)
     errors.check_int("batch_size", batch_size, minimum=1)
+    phase2 = phases.phase2_arguments(phase2_data, phase2_steps, phase2_batch_size, phase2_max_seq_length, steps, batch_size)
     errors.check_choice("objective", objective, tuple(OBJECTIVES))
     if learning_rate is None:
         learning_rate = OBJECTIVES[objective].default_learning_rate
@@ -279,7 +308,7 @@ def _checked_settings(
                         ("next_sentence_prediction", next_sentence_prediction)):
         errors.check_type(name, value, bool)
     if checkpoint_every is None:
-        checkpoint_every = max(d for d in range(1, min(1000, steps) + 1) if steps % d == 0)
+        checkpoint_every = max(d for d in range(1, min(1000, steps) + 1) if not steps % d and not phase2["phase2_steps"] % d)
     errors.check_int("checkpoint_every", checkpoint_every, minimum=1)
     if steps % checkpoint_every:
         raise errors.ArgumentError(
@@ -287,6 +316,7 @@ def _checked_settings(
             f"checkpoint_every ({checkpoint_every}) must divide steps ({steps}): "
             "training runs in equal segments between checkpoints.",
         )
+    phases.check_checkpoint_every(checkpoint_every, steps, phase2["phase2_steps"])
     errors.check_int("seed", seed)
     errors.check_choice("output_bias_init", output_bias_init, OUTPUT_BIAS_INITS)
     if dropout is not None:
@@ -305,7 +335,7 @@ def _checked_settings(
         jit_compile=jit_compile, next_sentence_prediction=next_sentence_prediction,
         checkpoint_every=checkpoint_every, seed=seed,
         output_bias_init=output_bias_init, dropout=dropout, peak_tflops=peak_tflops, verbose=verbose, log=log,
-        objective=objective, generator_size=generator_size, rtd_weight=rtd_weight,
+        objective=objective, generator_size=generator_size, rtd_weight=rtd_weight, **phase2,
     )
 
 
@@ -349,52 +379,3 @@ def _init_output_bias(settings, resolved, pretrainer):
         f"Masked-LM output bias set to the log frequencies of {int(counts.sum()):,} masked tokens "
         f"({int(np.count_nonzero(counts)):,} distinct) of the data."
     )
-
-
-# === Training ===
-def _train(settings, resolved, pretrainer, distribution, checkpoint_dir):
-    import keras
-
-    from keras_bert_app.training.checkpointing import ResumableCheckpoint, restore_latest
-    from keras_bert_app.training.throughput import ThroughputCallback, peak_flops
-
-    run_dir = settings.output
-    batches_per_step = settings.accumulation_steps
-    with distribution.scope():
-        start_step = restore_latest(pretrainer, checkpoint_dir)
-    if start_step:
-        settings.say(
-            f"Resumed from step {start_step} of {settings.steps} "
-            f"(checkpoint {checkpoint_dir}/step-{start_step:08d}.weights.h5)."
-        )
-    dataset = pretraining_batches(settings, resolved).skip(start_step * batches_per_step)
-
-    flops = get_objective(settings.objective).training_flops(pretrainer, settings)
-    peak = settings.peak_tflops * 1e12 if settings.peak_tflops else peak_flops(num_devices=distribution.num_replicas)
-    chief = distribution.is_chief
-    callbacks = [
-        ResumableCheckpoint(checkpoint_dir, settings.checkpoint_every, enabled=chief),
-        ThroughputCallback(
-            settings.batch_size, settings.max_seq_length, flops, peak, print_fn=settings.log if chief else None
-        ),
-    ]
-    if chief:
-        callbacks += [
-            keras.callbacks.CSVLogger(str(run_dir / "metrics.csv"), append=True),
-            keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=max(1, settings.checkpoint_every // 10)),
-        ]
-    with warnings.catch_warnings():
-        # Without NSP (masked LM only, ELECTRA) no loss reads the pooler: expected, not worth a warning.
-        warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler/")
-        pretrainer.fit(
-            dataset,
-            epochs=settings.steps // settings.checkpoint_every,
-            initial_epoch=start_step // settings.checkpoint_every,
-            steps_per_epoch=settings.checkpoint_every * batches_per_step,
-            callbacks=callbacks,
-            shuffle=False,  # the datasets shuffle, with a seed
-            verbose=settings.verbose,
-        )
-    if chief:
-        write_preset(pretrainer, settings.preset, run_dir / PRESET_FOLDER, resolved)
-        settings.say(f"Done: {settings.steps} steps. Preset: {run_dir / PRESET_FOLDER}")

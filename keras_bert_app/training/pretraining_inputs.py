@@ -12,16 +12,18 @@ DATA_FEATURES = (
 )
 
 
-# The masking of a corpus (dynamic masking), as `create_pretraining_data` has it; records hold their own.
+# The masking and pairing of a corpus (dynamic masking), as `create_pretraining_data` has them; records hold
+# their own. Pairing None: the objective's own (`Objective.pairings[0]`).
 CORPUS_MASKING_DEFAULTS = {
     "whole_word_masking": False, "masking": "token", "max_ngram": 3, "segmenter": None, "entity_masking": False,
+    "pairing": None,
 }
 
 
 def data_arguments(data, corpus, max_seq_length=None, max_predictions=None, **masking):
     """`kba.pretrain`'s data arguments, checked: typed errors naming the argument.
 
-    Exactly one of `data` and `corpus`; the masking options
+    Exactly one of `data` and `corpus`; the masking and pairing options
     (`CORPUS_MASKING_DEFAULTS`) only with `corpus`, where a segmenter is
     checked (known, installed) before any work.
 
@@ -51,7 +53,8 @@ def data_arguments(data, corpus, max_seq_length=None, max_predictions=None, **ma
                 raise errors.ArgumentError(
                     name,
                     f"{name}={masking[name]!r} applies to corpus (dynamic masking) only: the records in {data!r} "
-                    "hold their masking already (create-pretraining-data chose it). Drop it, or pass corpus.",
+                    f"hold their {'pairing' if name == 'pairing' else 'masking'} already (create-pretraining-data "
+                    "chose it). Drop it, or pass corpus.",
                 )
         return {"data": data, "corpus": None, **shape, **masking}
     corpus = corpus_files(corpus)
@@ -60,6 +63,8 @@ def data_arguments(data, corpus, max_seq_length=None, max_predictions=None, **ma
         errors.check_type("segmenter", segmenter, str, "a segmenter name (str) or None")
     scheme = masking_scheme(masking["masking"], masking["max_ngram"], masking["whole_word_masking"], segmenter)
     errors.check_type("entity_masking", entity_masking, bool)
+    if masking["pairing"] is not None:
+        errors.check_choice("pairing", masking["pairing"], ("nsp", "sop", "full_sentences"))
     if entity_masking and segmenter != "jieba":
         raise errors.ArgumentError(
             "entity_masking", f"entity masking needs segmenter='jieba' (its part-of-speech tags); got {segmenter!r}."
@@ -88,9 +93,16 @@ def corpus_files(corpus):
 
 
 def data_shape(settings, encoder_config):
-    """`max_seq_length` and `max_predictions` of the data, checked against the records and the model."""
+    """`max_seq_length`, `max_predictions` and `pairing` of the data, checked against the records, objective and model.
+
+    The pairing of records is read beside them (`records_pairing`), that of a
+    corpus is `settings.pairing` (None: the objective's default); either must
+    be one the objective learns from (`objectives.check_pairing`).
+    """
+    from keras_bert_app.training.objectives import check_pairing, get_objective
+
     if settings.data is not None:
-        found = records_shape(settings.data)
+        *found, pair_labels = records_shape(settings.data)
         for name, given, value in zip(("max_seq_length", "max_predictions"),
                                       (settings.max_seq_length, settings.max_predictions), found):
             if given is not None and given != value:
@@ -101,19 +113,37 @@ def data_shape(settings, encoder_config):
                 f"the {settings.objective} objective predicts them. Write records with --max-predictions-per-seq "
                 "above 0, or pass --corpus."
             )
-        shape = found
+        shape = tuple(found)
+        pairing, source = _records_pairing(settings.data, pair_labels)
+        check_pairing(settings, pairing, records=settings.data, source=source)
     else:
         shape = (settings.max_seq_length or 128, settings.max_predictions or 20)
+        pairing = settings.pairing or get_objective(settings.objective).pairings[0]
+        check_pairing(settings, pairing)
     limit = encoder_config.get("max_sequence_length", 512)
     if shape[0] > limit:
         raise errors.ArgumentError(
             "max_seq_length", f"Sequences of {shape[0]} tokens are longer than the model's max_sequence_length {limit}."
         )
-    return {"max_seq_length": shape[0], "max_predictions": shape[1]}
+    return {"max_seq_length": shape[0], "max_predictions": shape[1], "pairing": pairing}
+
+
+def _records_pairing(pattern, pair_labels):
+    import tensorflow as tf
+
+    from keras_bert_app.data.pretraining_records import records_pairing
+
+    try:
+        return records_pairing(sorted(tf.io.gfile.glob(pattern)), pair_labels)
+    except ValueError as error:
+        raise errors.DataError(str(error)) from None
 
 
 def records_shape(pattern):
-    """Feature lengths of the first record, after checking the feature names."""
+    """`(max_seq_length, max_predictions, has_pair_labels)` of the first record, after checking the feature names.
+
+    Full-sentence records have no `next_sentence_labels`: `has_pair_labels` False.
+    """
     import tensorflow as tf
 
     files = sorted(tf.io.gfile.glob(pattern))
@@ -127,9 +157,11 @@ def records_shape(pattern):
         raise errors.DataError(f"{files[0]} holds no record.")
     example = tf.train.Example.FromString(raw.numpy())
     features = example.features.feature
-    if set(features) != set(DATA_FEATURES):
+    without_label = set(DATA_FEATURES) - {"next_sentence_labels"}
+    if set(features) not in (set(DATA_FEATURES), without_label):
         raise errors.DataError(
-            f"{files[0]}: expected pretraining features {sorted(DATA_FEATURES)}; got {sorted(features)}."
+            f"{files[0]}: expected pretraining features {sorted(DATA_FEATURES)} (full sentences: without "
+            f"next_sentence_labels); got {sorted(features)}."
         )
 
     def length(name):
@@ -141,7 +173,7 @@ def records_shape(pattern):
                            ("masked_lm_ids", shape[1]), ("masked_lm_weights", shape[1])):
         if length(name) != expected:
             raise errors.DataError(f"{files[0]}: feature {name!r} has length {length(name)}, expected {expected}.")
-    return shape
+    return (*shape, "next_sentence_labels" in features)
 
 
 def pretraining_batches(settings, resolved, repeat=True):
@@ -159,7 +191,7 @@ def pretraining_batches(settings, resolved, repeat=True):
         dataset = pretraining_dataset(
             settings.data, settings.batch_size, max_seq_length=settings.max_seq_length,
             max_predictions_per_seq=settings.max_predictions, shuffle=True, seed=settings.seed,
-            repeat=repeat, drop_remainder=True,
+            repeat=repeat, drop_remainder=True, pair_labels=settings.pairing != "full_sentences",
         )
     else:
         from keras_bert_app.data.dynamic_pretraining import dynamic_pretraining_dataset
@@ -169,6 +201,7 @@ def pretraining_batches(settings, resolved, repeat=True):
             max_predictions_per_seq=settings.max_predictions, seed=settings.seed, drop_remainder=True,
             whole_word_masking=settings.whole_word_masking, masking=settings.masking, max_ngram=settings.max_ngram,
             segmenter=settings.segmenter, entity_masking=settings.entity_masking, log=settings.say,
+            pairing=settings.pairing,
         )
         dataset = dataset.repeat() if repeat else dataset
     return get_objective(settings.objective).prepare_batches(dataset, settings, resolved)

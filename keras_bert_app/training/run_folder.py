@@ -21,12 +21,13 @@ RUN_KEYS = (
     "optimizer", "weight_decay", "accumulation_steps", "mixed_precision", "no_nsp",
     "max_seq_length", "max_predictions", "seed", "checkpoint_every", "output_bias_init", "dropout",
     "objective", "generator_size", "rtd_weight",
-    "whole_word_masking", "masking", "max_ngram", "segmenter", "entity_masking",
+    "whole_word_masking", "masking", "max_ngram", "segmenter", "entity_masking", "pairing",
 )
 # Values of run keys added later, for run folders written before them.
 RUN_KEY_DEFAULTS = {
     "output_bias_init": "zeros", "dropout": None, "objective": "mlm_nsp", "generator_size": None, "rtd_weight": None,
     "whole_word_masking": False, "masking": "token", "max_ngram": 3, "segmenter": None, "entity_masking": False,
+    "pairing": "nsp",  # the data's pairing (records: theirs), as data_shape resolves it
 }
 PRESET_FOLDER = "preset"
 

@@ -79,7 +79,7 @@ def whole_word_run(inputs, tmp_path_factory):
     import contextlib
     import io
 
-    from keras_bert_app.training import pretrain
+    from keras_bert_app.training import pretraining_inputs
 
     preset, corpus = inputs
     run_dir = tmp_path_factory.mktemp("zh_run") / "run"
@@ -89,9 +89,9 @@ def whole_word_run(inputs, tmp_path_factory):
         datasets.append(pretraining_batches(*args, **kwargs))
         return datasets[-1]
 
-    pretraining_batches = pretrain.pretraining_batches
+    pretraining_batches = pretraining_inputs.pretraining_batches
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(printed):
-        patch.setattr(pretrain, "pretraining_batches", kept)
+        patch.setattr(pretraining_inputs, "pretraining_batches", kept)
         code = cli.main(command(preset, corpus, run_dir, "--whole-word-masking", "--segmenter", "jieba"))
     assert code == 0, printed.getvalue()[-2000:]
     return run_dir, printed.getvalue(), datasets
