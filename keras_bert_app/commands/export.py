@@ -15,6 +15,11 @@ def add_arguments(parser):
     parser.add_argument("--sequence-length", type=int, default=None, help="default: the run's, else 128")
     parser.add_argument("--text-pair", action="store_true", default=None, help="serve text_a + text_b")
     parser.add_argument(
+        "--no-bucketing", action="store_true",
+        help="run the model at the full sequence length for every request (default: each batch at its "
+        "longest input rounded up to 16, 32, 64, 128, then multiples of 128; outputs keep their shapes)",
+    )
+    parser.add_argument(
         "--head", choices=HEADS, default="auto",
         help="for a folder without a fine-tuned task: 'features' (encoder outputs) or 'masked_lm' "
         "(top-k tokens at [MASK]s; needs the pretrainer.weights.h5 that `pretrain` writes); "
@@ -36,12 +41,14 @@ def run(args):
         max_predictions=args.max_predictions,
         head=args.head,
         sequence_length=args.sequence_length,
+        bucketing=not args.no_bucketing,
     )
     metadata_file = target / "assets.extra" / METADATA_FILE
     metadata = json.loads(metadata_file.read_text()) if metadata_file.is_file() else {}
     print(
         f"exported {metadata.get('model_class', 'the model')} to {target} "
-        f"(sequence length {metadata.get('sequence_length', '?')})"
+        f"(sequence length {metadata.get('sequence_length', '?')}; "
+        f"runs at {', '.join(map(str, metadata.get('bucket_lengths', [])))})"
     )
     print(f"inspect: saved_model_cli show --dir {target} --all")
     return 0

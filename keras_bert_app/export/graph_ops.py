@@ -95,3 +95,43 @@ def best_spans(start_logits, end_logits, candidate_mask, max_answer_length):
     end = tf.where(found, best % sequence_length, 0)
     score = tf.where(found, tf.gather(flat, best, batch_dims=1), 0.0)
     return start, end, score, found
+
+
+def bucket_length(padding_mask, lengths):
+    """The length a batch is cut to: its last real position, rounded up to one of `lengths`.
+
+    `round_up` as graph ops over a constant list: the smallest of `lengths`
+    (increasing, the last one the full width) at or past the batch's last
+    position with a nonzero `padding_mask` (an empty batch, or one without
+    real tokens, gets the shortest).
+
+    Args:
+        padding_mask: int [batch, seq].
+        lengths: increasing ints, the last one `seq`.
+
+    Returns:
+        int32 scalar.
+    """
+    lengths = tf.constant(lengths, tf.int32)
+    positions = tf.range(1, tf.shape(padding_mask)[1] + 1)[tf.newaxis, :]  # (1, seq)
+    last = tf.reduce_max(tf.where(tf.not_equal(padding_mask, 0), positions, 0))  # lowest int when batch is 0
+    index = tf.searchsorted(lengths, tf.maximum(last, 1)[tf.newaxis], side="left")[0]
+    return tf.gather(lengths, tf.minimum(index, tf.size(lengths) - 1))
+
+
+def pad_positions(values, padding_mask, value=0):
+    """A per-position output [batch, length, ...] -> [batch, seq, ...], `value` wherever `padding_mask` is 0.
+
+    Args:
+        values: [batch, length, ...] with length <= seq.
+        padding_mask: int [batch, seq].
+        value: the filler at padding positions.
+    """
+    sequence_length = padding_mask.shape[1]
+    missing = tf.shape(padding_mask)[1] - tf.shape(values)[1]
+    rank = values.shape.rank
+    inner = values.shape[2:].as_list()
+    values = tf.pad(values, [[0, 0], [0, missing]] + [[0, 0]] * (rank - 2), constant_values=tf.cast(value, values.dtype))
+    values = tf.ensure_shape(values, [None, sequence_length] + inner)
+    real = tf.reshape(tf.not_equal(padding_mask, 0), tf.concat([tf.shape(padding_mask), [1] * (rank - 2)], 0))
+    return tf.where(real, values, tf.cast(value, values.dtype))

@@ -78,7 +78,7 @@ class MaskedLMServingHead(ServingHead):
         )  # (batch, max_predictions), -1 past the masks
         # Padding slots read position 0 ([CLS]); their predictions are dropped.
         features["mask_positions"] = tf.maximum(positions, 0)
-        outputs = self.outputs(self._serve(features), features)
+        outputs = self.outputs(self.run_core(features), features)
         real = (positions >= 0)[:, :, tf.newaxis]  # (batch, max_predictions, 1)
         return {
             "mask_positions": positions,
@@ -98,6 +98,9 @@ class MaskedLMServingHead(ServingHead):
 
     def metadata(self):
         return {"top_k": self.top_k, "max_predictions": self.max_predictions, "mask_token": self.tokenizer.mask_token}
+
+    def length_warmup_input(self, text):
+        return {"text": ["[MASK] " + text]}
 
     def warmup_inputs(self, texts):
         return [{"text": list(WARMUP_TEXTS[:1])}, {"text": list(WARMUP_TEXTS)}]

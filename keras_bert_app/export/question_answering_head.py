@@ -29,7 +29,8 @@ class QuestionAnsweringHead(ServingHead):
     (the original post-processing ranks the same score but only over the
     top-20 starts x top-20 ends, which can miss the best valid span).
 
-    Outputs: `start_logits`, `end_logits` float32 [batch, seq];
+    Outputs: `start_logits`, `end_logits` float32 [batch, seq] (with length
+    buckets, 0 at padding positions);
     `answer_start`, `answer_end` int64 [batch], code point offsets into
     `context` (end exclusive) of the span from its first piece's first
     character to its last piece's last character; `answer_text` [batch],
@@ -51,6 +52,7 @@ class QuestionAnsweringHead(ServingHead):
     """
 
     input_names = ("question", "context")
+    sequence_outputs = ("start_logits", "end_logits")
 
     def __init__(self, preprocessor, max_query_length=64, max_answer_length=30):
         super().__init__("question_answering", preprocessor)
@@ -89,7 +91,7 @@ class QuestionAnsweringHead(ServingHead):
             positions < (context_start + context_length)[:, tf.newaxis]
         )  # (batch, seq)
         features = {name: tf.cast(value, tf.int32) for name, value in features.items()}
-        logits = self._logits(self._serve(features))
+        logits = self._logits(self.run_core(features))
         start, end, score, found = graph_ops.best_spans(*logits, candidates, self.max_answer_length)
         # Sequence positions -> context piece indices -> offsets.
         first = tf.maximum(tf.cast(start, tf.int64) - context_start, 0)[:, tf.newaxis]
@@ -135,6 +137,9 @@ class QuestionAnsweringHead(ServingHead):
 
     def metadata(self):
         return {"max_query_length": self.max_query_length, "max_answer_length": self.max_answer_length}
+
+    def length_warmup_input(self, text):
+        return {"question": [""], "context": [text]}
 
     def warmup_inputs(self, texts):
         questions = [question for question, _ in WARMUP_QUESTIONS]

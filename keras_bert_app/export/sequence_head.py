@@ -14,7 +14,7 @@ class SequenceHead(ServingHead):
       [batch] and, when label names are known, `label` [batch] strings;
     - "regression": `score` [batch];
     - "features": `pooled_output` [batch, hidden] and `sequence_output`
-      [batch, seq, hidden].
+      [batch, seq, hidden] (with length buckets, 0 at padding positions).
 
     Args:
         task: str. "classification", "regression" or "features".
@@ -22,6 +22,8 @@ class SequenceHead(ServingHead):
         label_names: list of str or None (classification only).
         text_pair: bool. Serve `text_a` + `text_b`.
     """
+
+    sequence_outputs = ("sequence_output",)
 
     def __init__(self, task, preprocessor, label_names=None, text_pair=False):
         super().__init__(task, preprocessor)

@@ -16,6 +16,15 @@ kba.export_for_serving("runs/topics/preset", "serving/topics")         # a run f
 kba.export_for_serving(classifier, "serving/topics", preprocessor, label_names=["sport", "business"])
 ```
 
+Length buckets (default; `bucketing=False` turns them off): the graph packs
+each request batch at S, cuts it to its last real token rounded up to a
+bucket length (16, 32, 64, 128, then multiples of 128, at most S:
+`data.bucketing`) and runs the model there, then pads the per-position
+outputs back to S (0 / -1 / "" at padding positions), so a 10-word request
+costs a 16-token run. The model is exported once with an open sequence axis
+(on JAX through jax2tf with one symbolic length, at most S), and
+`assets.extra/tf_serving_warmup_requests` holds a request of each length.
+
 The SavedModel needs the TensorFlow Text op library (`FastWordpieceTokenizer`,
 `RegexSplitWithOffsets`, `NormalizeUTF8`): TF Serving's standard build links
 it; in Python, `import tensorflow_text` before `tf.saved_model.load`.
@@ -29,6 +38,7 @@ import tempfile
 from typing import Optional, Sequence, Union
 
 from keras_bert_app import errors
+from keras_bert_app.export.warmup import bucket_warmup_inputs, write_warmup_requests
 
 METADATA_FILE = "keras_bert_app.json"
 WARMUP_FILE = "tf_serving_warmup_requests"
@@ -95,6 +105,7 @@ def export_for_serving(
     *,
     head: str = "auto",
     sequence_length: Optional[int] = None,
+    bucketing: bool = True,
 ) -> pathlib.Path:
     """Write `export_base/<version>/`, a SavedModel for TF Serving.
 
@@ -137,6 +148,11 @@ def export_for_serving(
             LM; "auto" picks masked_lm when the heads are there.
         sequence_length: int. For a folder: the served length (None: the
             run's, else 128).
+        bucketing: bool. Run the model on each request batch at its longest
+            input rounded up to a bucket length (16, 32, 64, 128, then
+            multiples of 128, up to S; `data.bucketing`), so a short request
+            costs a short request's compute; the outputs keep their [-1, S]
+            shapes. False: every batch runs at S.
 
     Returns:
         pathlib.Path of the written version folder.
@@ -148,6 +164,7 @@ def export_for_serving(
     """
     import keras
 
+    errors.check_type("bucketing", bucketing, bool)
     task = None
     if isinstance(model, (str, os.PathLike)):
         model, preprocessor, task, label_names = _from_folder(model, preprocessor, head, sequence_length, label_names)
@@ -194,6 +211,7 @@ def export_for_serving(
     target = pathlib.Path(export_base).expanduser() / str(version)
     if target.exists():
         raise errors.OutputExistsError(f"export_for_serving: {target} exists; choose another --version.")
+    serving_head.set_bucketing(bucketing)
     return write_saved_model(model, serving_head, target, warmup_texts)
 
 
@@ -248,6 +266,7 @@ def write_saved_model(model, head, target, warmup_texts=WARMUP_TEXTS):
             "task": head.task,
             "model_class": type(model).__name__,
             "sequence_length": preprocessor.sequence_length,
+            "bucket_lengths": list(head.bucket_lengths),
             "inputs": list(head.input_names),
             "text_pair": False,
             "label_names": None,
@@ -260,7 +279,8 @@ def write_saved_model(model, head, target, warmup_texts=WARMUP_TEXTS):
         extra = partial / "assets.extra"
         extra.mkdir(parents=True, exist_ok=True)
         (extra / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
-        write_warmup_requests(extra / WARMUP_FILE, head.warmup_inputs(list(warmup_texts)))
+        requests = head.warmup_inputs(list(warmup_texts)) + bucket_warmup_inputs(head)
+        write_warmup_requests(extra / WARMUP_FILE, requests)  # (TF Serving replays them on load)
         target.parent.mkdir(parents=True, exist_ok=True)
         # Move into place last: a half-written export never looks complete.
         shutil.move(str(partial), str(target))
@@ -270,16 +290,28 @@ def write_saved_model(model, head, target, warmup_texts=WARMUP_TEXTS):
 def _export_core(model, core_dir, head):
     """Keras' own SavedModel export of the model, ids in, raw outputs out."""
     import keras
+    import tensorflow as tf
 
     from keras_bert_app.export.serving_head import INPUT_NAMES
 
-    widths = {name: head.sequence_length for name in INPUT_NAMES}
+    # With buckets the sequence axis is open (jax2tf: one symbolic length, at most S).
+    width = None if head.bucketing else head.sequence_length
+    widths = {name: width for name in INPUT_NAMES}
     widths.update(head.core_input_widths())
     spec = {name: keras.InputSpec(shape=(None, width), dtype="int32") for name, width in widths.items()}
+    options = {}
+    if keras.config.backend() == "jax" and head.bucketing:
+        shapes = {name: f"(batch, {'s' if width is None else width})" for name, width in widths.items()}
+        options["jax2tf_kwargs"] = {
+            "polymorphic_shapes": [shapes], "polymorphic_constraints": (f"s <= {head.sequence_length}",)
+        }
     archive = keras.export.ExportArchive()
     archive.track(model)
-    archive.add_endpoint("serve", lambda inputs: head.core_outputs(model, inputs), input_signature=[spec])
-    archive.write_out(str(core_dir), verbose=False)
+    archive.add_endpoint("serve", lambda inputs: head.core_outputs(model, inputs), input_signature=[spec], **options)
+    # (jax2tf's custom gradients of a symbolic length cannot be saved; serving needs none.)
+    archive.write_out(
+        str(core_dir), verbose=False, options=tf.saved_model.SaveOptions(experimental_custom_gradients=False)
+    )
 
 
 def _op_libraries():
@@ -297,6 +329,7 @@ def _wrap_and_save(core_dir, target, head):
     module.core = core
     module.vocabulary = tf.saved_model.Asset(_vocabulary_file(head.preprocessor, core_dir.parent))
     module.sequence_length = tf.Variable(head.sequence_length, trainable=False, name="sequence_length")
+    module.preprocessor = head.preprocessor  # tracks the tokenizer's resources (a SentencePiece model's)
     head.attach(module, core.serve)
 
     ids_spec = tf.TensorSpec([None, head.sequence_length], tf.int32)
@@ -322,26 +355,3 @@ def _vocabulary_file(preprocessor, scratch):
     path = pathlib.Path(scratch) / "vocab.txt"
     path.write_text("\n".join(preprocessor.tokenizer.get_vocabulary()) + "\n", encoding="utf-8")
     return str(path)
-
-
-def write_warmup_requests(path, requests, signature_name="serving_default"):
-    """`assets.extra/tf_serving_warmup_requests`: PredictionLog records TF Serving replays on load.
-
-    Args:
-        path: the file to write.
-        requests: list of `{input name: list of str}`, one record each.
-        signature_name: str. The signature the requests call.
-    """
-    import tensorflow as tf
-    from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
-
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for inputs in requests:
-            request = predict_pb2.PredictRequest()
-            request.model_spec.signature_name = signature_name
-            for name, values in inputs.items():
-                request.inputs[name].CopyFrom(tf.make_tensor_proto(list(values), dtype=tf.string))
-            log = prediction_log_pb2.PredictionLog(
-                predict_log=prediction_log_pb2.PredictLog(request=request)
-            )
-            writer.write(log.SerializeToString())

@@ -14,8 +14,9 @@ class TokenClassificationHead(ServingHead):
     `sequence_length - 2` are dropped) and returns, per position of the
     packed sequence [batch, seq]:
     - `tag_ids` int32 and `probabilities` float32 [batch, seq, tags] for
-      every position (`[CLS]`, `[SEP]` and padding included, as the model
-      computes them);
+      every position (`[CLS]`, `[SEP]` included, as the model computes
+      them; at padding positions, with length buckets, -1 and 0, and
+      `tags` "");
     - `token_start`, `token_end` int64: code point offsets of the piece into
       `text` (end exclusive), -1 at `[CLS]`, `[SEP]` and padding;
       `token_mask` bool: the position holds a piece of the text;
@@ -35,6 +36,8 @@ class TokenClassificationHead(ServingHead):
         preprocessor: `BertPreprocessor`.
         label_names: list of str or None, the tags in id order.
     """
+
+    sequence_outputs = (None,)
 
     def __init__(self, preprocessor, label_names=None):
         super().__init__("token_classification", preprocessor)
@@ -87,9 +90,15 @@ class TokenClassificationHead(ServingHead):
     def outputs(self, raw, features):
         logits = tf.cast(raw, tf.float32)  # (batch, seq, tags)
         tag_ids = tf.argmax(logits, axis=-1, output_type=tf.int32)
-        outputs = {"tag_ids": tag_ids, "probabilities": tf.nn.softmax(logits, axis=-1)}
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        if self.bucketing:  # padding positions were not computed: fillers
+            real = tf.not_equal(features["padding_mask"], 0)  # (batch, seq)
+            tag_ids = tf.where(real, tag_ids, graph_ops.PADDING)
+            probabilities = tf.where(real[:, :, tf.newaxis], probabilities, 0.0)
+        outputs = {"tag_ids": tag_ids, "probabilities": probabilities}
         if self._label_table is not None:
-            outputs["tags"] = tf.gather(self._label_table, tag_ids)
+            tags = tf.gather(self._label_table, tf.maximum(tag_ids, 0))
+            outputs["tags"] = tf.where(tag_ids >= 0, tags, "")
         return outputs
 
     def metadata(self):

@@ -181,8 +181,10 @@ def test_question_answering_matches_keras_and_indexes_the_context(exports, serve
         inputs = _pack(query, kept)
         np.testing.assert_array_equal(inputs["token_ids"][0], _qa_reference_inputs(hf, row)["token_ids"][0])
         logits = _run(model, inputs)
-        np.testing.assert_allclose(out["start_logits"][row], logits["start_logits"][0], atol=1e-5)
-        np.testing.assert_allclose(out["end_logits"][row], logits["end_logits"][0], atol=1e-5)
+        real = inputs["padding_mask"][0].astype(bool)  # padding positions: 0 (length buckets)
+        for name in ("start_logits", "end_logits"):
+            np.testing.assert_allclose(out[name][row][real], logits[name][0][real], atol=1e-5)
+            assert not out[name][row][~real].any()
         first = len(query) + 2
         start, end, score = _best_span(logits["start_logits"][0], logits["end_logits"][0], first, first + len(kept) - 1)
         char_start, char_end = encoding.offsets[start - first][0], encoding.offsets[end - first][1]
@@ -220,10 +222,13 @@ def test_token_classification_matches_keras_with_offsets_and_words(exports, serv
         count = min(len(encoding.ids), SEQUENCE_LENGTH - 2)
         logits = _run(model, _pack(encoding.ids[:count]))[0]
         probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits))
+        # Padding positions (past [SEP]): -1, 0 and "" (length buckets: not computed).
+        probabilities[count + 2 :] = 0
         np.testing.assert_allclose(out["probabilities"][row], probabilities, atol=1e-5)
         tag_ids = probabilities.argmax(-1)
+        tag_ids[count + 2 :] = -1
         np.testing.assert_array_equal(out["tag_ids"][row], tag_ids)
-        assert [tag.decode() for tag in out["tags"][row]] == [TAGS[i] for i in tag_ids]
+        assert [tag.decode() for tag in out["tags"][row]] == [TAGS[i] if i >= 0 else "" for i in tag_ids]
         offsets = np.full((SEQUENCE_LENGTH, 2), -1)
         offsets[1 : count + 1] = encoding.offsets[:count]
         np.testing.assert_array_equal(out["token_start"][row], offsets[:, 0])
