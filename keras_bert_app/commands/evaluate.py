@@ -30,6 +30,11 @@ def add_arguments(parser):
     source.add_argument("--conlleval", help="a token-per-line file: ... GOLD PREDICTED")
     parser.add_argument("--input", help="labelled file in the task's format (with --preset)")
     parser.add_argument("--batch-size", type=int, default=32, help="batch size (default 32)")
+    parser.add_argument(
+        "--no-bucketing", action="store_true",
+        help="with --preset: pad every batch to the preset's sequence length (default: to the longest "
+        "example rounded up to a bucket length, examples grouped by length)",
+    )
     parser.add_argument("--data", help="squad: the SQuAD JSON file with the gold answers")
     parser.add_argument("--predictions", help="squad: JSON question id -> answer text")
     parser.add_argument("--na-prob-file", help="squad v2.0: JSON question id -> no-answer score (null_odds.json)")
@@ -64,7 +69,7 @@ def run(args):
 
         if not args.input:
             raise errors.ArgumentError("input", "--preset needs --input, the labelled file to evaluate on.")
-        metrics = evaluate(args.preset, args.input, args.batch_size, log=print)
+        metrics = evaluate(args.preset, args.input, args.batch_size, bucketing=not args.no_bucketing, log=print)
     else:
         raise errors.ArgumentError("preset", "evaluate needs --preset (with --input), --conlleval, or `squad`.")
     text = json.dumps(metrics, indent=2)

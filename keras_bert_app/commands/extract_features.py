@@ -17,6 +17,10 @@ def add_arguments(parser):
     parser.add_argument("--layers", default="-1,-2,-3,-4", help="comma-separated layer indices (default -1,-2,-3,-4)")
     parser.add_argument("--sequence-length", type=int, default=128, help="tokens per example (default 128)")
     parser.add_argument("--batch-size", type=int, default=8, help="batch size (default 8)")
+    parser.add_argument(
+        "--no-bucketing", action="store_true",
+        help="pad every batch to --sequence-length (default: to its longest example rounded up to a bucket length)",
+    )
 
 
 def run(args):
@@ -31,6 +35,6 @@ def run(args):
         ) from None
     extract_features(
         args.input, args.preset, args.output, layers=layers, sequence_length=args.sequence_length,
-        batch_size=args.batch_size, log=print,
+        batch_size=args.batch_size, bucketing=not args.no_bucketing, log=print,
     )
     return 0

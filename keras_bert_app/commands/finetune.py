@@ -43,6 +43,7 @@ def run(args):
         verbose=2,
         log=print,
         layerwise_lr_decay=args.layerwise_lr_decay,
+        bucketing=not args.no_bucketing,
         **{name: value for name, value in options.items() if value is not None},
     )
     return 0
@@ -88,4 +89,9 @@ def _add_common_arguments(parser, defaults):
     parser.add_argument("--seed", type=int, default=0, help="seed of initialisation, dropout and shuffling")
     parser.add_argument(
         "--no-jit-compile", action="store_true", help="turn XLA off (default: on for TensorFlow and JAX, CPU included)"
+    )
+    parser.add_argument(
+        "--no-bucketing", action="store_true",
+        help="pad every batch to --sequence-length (default: pad each batch to its longest example rounded up to "
+        "16, 32, 64, 128, then a multiple of 128, batches grouped by length)",
     )

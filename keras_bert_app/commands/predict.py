@@ -24,6 +24,11 @@ def add_arguments(parser):
     )
     parser.add_argument("--batch-size", type=int, default=32, help="batch size (default 32)")
     parser.add_argument(
+        "--no-bucketing", action="store_true",
+        help="pad every batch to the preset's sequence length (default: to the longest example rounded up "
+        "to a bucket length, examples grouped by length; predictions in input order either way)",
+    )
+    parser.add_argument(
         "--null-score-diff-threshold", type=float,
         help="squad v2.0: no-answer threshold (default: the one tuned by finetune)",
     )
@@ -44,7 +49,8 @@ def run(args):
             raise errors.ArgumentError("null_score_diff_threshold", "--null-score-diff-threshold is for `predict squad`.")
         source, options = args.input, {}
     predict(
-        args.preset, source, args.output, args.batch_size, task=args.variant, log=print,
+        args.preset, source, args.output, args.batch_size, task=args.variant, bucketing=not args.no_bucketing,
+        log=print,
         **{name: value for name, value in options.items() if value is not None},
     )
     return 0

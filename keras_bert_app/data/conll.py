@@ -154,20 +154,31 @@ def encode_tagged(sentences, tokenizer, sequence_length, label_names=None):
     return arrays, num_truncated
 
 
-def tagging_dataset(arrays, batch_size, shuffle=False, seed=None):
-    """tf.data batches `(inputs, labels, sample_weight)` from `encode_tagged` arrays."""
+def tagging_examples(arrays):
+    """tf.data of single sentences `(inputs, labels, sample_weight)` (or `(inputs,)`) from `encode_tagged` arrays."""
     import tensorflow as tf
 
     if not len(arrays["token_ids"]):
         raise ValueError("No sentences to tag (empty file?).")
     inputs = {name: arrays[name] for name in ("token_ids", "segment_ids", "padding_mask")}
     if "labels" in arrays:
-        dataset = tf.data.Dataset.from_tensor_slices((inputs, arrays["labels"], arrays["sample_weight"]))
-    else:
-        dataset = tf.data.Dataset.from_tensor_slices(inputs)
-    if shuffle:
-        dataset = dataset.shuffle(len(arrays["token_ids"]), seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+        return tf.data.Dataset.from_tensor_slices((inputs, arrays["labels"], arrays["sample_weight"]))
+    return tf.data.Dataset.from_tensor_slices(inputs)
+
+
+def tagging_dataset(arrays, batch_size, shuffle=False, seed=None, bucketing=False):
+    """tf.data batches `(inputs, labels, sample_weight)` from `encode_tagged` arrays.
+
+    `bucketing`: pad each batch (inputs, labels and weights) to its longest
+    sentence rounded up to a bucket length, grouped by length
+    (`bucketing.grouped_batches`); False: to the arrays' length.
+    """
+    from keras_bert_app.data.bucketing import grouped_batches
+
+    return grouped_batches(
+        tagging_examples(arrays), len(arrays["token_ids"]), batch_size, arrays["token_ids"].shape[1],
+        shuffle=shuffle, seed=seed, bucketing=bucketing,
+    )
 
 
 def decode_tags(logits, arrays, sentences, label_names):

@@ -9,6 +9,23 @@ an in-memory `cache()` pays it once: later epochs read the cached ids.
 PACK_BATCH_SIZE = 1024
 
 
+def packed_examples(dataset, pack, num_examples):
+    """The single examples of `dataset` `pack`ed once and cached in memory (unbatched).
+
+    Args:
+        dataset: `tf.data.Dataset` of single examples (strings and labels).
+        pack: function of a batch of examples -> a batch of model inputs
+            (and labels), e.g. running a `BertPreprocessor`.
+        num_examples: int. Number of examples.
+    """
+    import tensorflow as tf
+
+    dataset = dataset.batch(PACK_BATCH_SIZE).map(pack, num_parallel_calls=tf.data.AUTOTUNE)
+    # `unbatch` hides the size; stating it lets `fit` know the epoch length
+    # (no "ran out of data" warning) and fails loudly if it is wrong.
+    return dataset.unbatch().apply(tf.data.experimental.assert_cardinality(num_examples)).cache()
+
+
 def packed_dataset(dataset, pack, num_examples, batch_size, shuffle=False, seed=None):
     """Batches of `pack`ed examples.
 
@@ -26,10 +43,7 @@ def packed_dataset(dataset, pack, num_examples, batch_size, shuffle=False, seed=
     """
     import tensorflow as tf
 
-    dataset = dataset.batch(PACK_BATCH_SIZE).map(pack, num_parallel_calls=tf.data.AUTOTUNE)
-    # `unbatch` hides the size; stating it lets `fit` know the epoch length
-    # (no "ran out of data" warning) and fails loudly if it is wrong.
-    dataset = dataset.unbatch().apply(tf.data.experimental.assert_cardinality(num_examples)).cache()
+    dataset = packed_examples(dataset, pack, num_examples)
     if shuffle:
         dataset = dataset.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True)
     return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)

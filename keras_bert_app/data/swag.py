@@ -87,19 +87,16 @@ def count_truncated(examples, preprocessor):
     return int((total > preprocessor.sequence_length - 3).sum())
 
 
-def multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=False, seed=None):
-    """tf.data batches of inputs [batch, num_choices, sequence_length] (and labels).
+def multiple_choice_examples(examples, preprocessor):
+    """tf.data of single packed examples: inputs [num_choices, sequence_length] (and the label), cached.
 
     Args:
         examples: `ChoiceExamples`.
         preprocessor: `keras_bert_app.BertPreprocessor` (pads to its `sequence_length`).
-        batch_size: int.
-        shuffle: bool. Shuffle each epoch.
-        seed: int or None.
     """
     import tensorflow as tf
 
-    from keras_bert_app.data.packed_dataset import packed_dataset
+    from keras_bert_app.data.packed_dataset import packed_examples
 
     if not len(examples):
         raise ValueError(f"{examples.source}: no examples.")
@@ -120,4 +117,24 @@ def multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=False, s
         }  # (batch, choices, seq)
         return (inputs, *labels)
 
-    return packed_dataset(dataset, pack, len(examples), batch_size, shuffle, seed)
+    return packed_examples(dataset, pack, len(examples))
+
+
+def multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=False, seed=None, bucketing=False):
+    """tf.data batches of inputs [batch, num_choices, sequence_length] (and labels).
+
+    Args:
+        examples: `ChoiceExamples`.
+        preprocessor: `keras_bert_app.BertPreprocessor` (pads to its `sequence_length`).
+        batch_size: int.
+        shuffle: bool. Shuffle each epoch.
+        seed: int or None.
+        bucketing: bool. Pad each batch to the longest of its pairs rounded
+            up to a bucket length, grouped by length (`bucketing.grouped_batches`).
+    """
+    from keras_bert_app.data.bucketing import grouped_batches
+
+    return grouped_batches(
+        multiple_choice_examples(examples, preprocessor), len(examples), batch_size, preprocessor.sequence_length,
+        shuffle=shuffle, seed=seed, bucketing=bucketing,
+    )

@@ -1,7 +1,7 @@
 """Text classification data: CSV, TSV or JSON lines with named columns -> tf.data.
 
-Also the shared half of the sentence(-pair) readers: `TextExamples` and
-`classification_dataset`, which GLUE uses too.
+Also the shared half of the sentence(-pair) readers: `TextExamples`,
+`classification_examples` and `classification_dataset`, which GLUE uses too.
 """
 
 import csv
@@ -146,34 +146,33 @@ def make_examples(texts, text_pairs, raw_labels, label_names, regression, source
 
 def count_truncated(examples, preprocessor):
     """How many examples have more tokens than the packed sequence holds."""
+    return token_counts(examples, preprocessor)[0]
+
+
+def token_counts(examples, preprocessor):
+    """`(truncated, empty)`: examples longer than the packed sequence holds, examples with no tokens."""
     tokenizer = preprocessor.tokenizer
     lengths = tokenizer(examples.texts).row_lengths().numpy()
     budget = preprocessor.sequence_length - 2
     if examples.text_pairs is not None:
         lengths = lengths + tokenizer(examples.text_pairs).row_lengths().numpy()
         budget -= 1
-    return int((lengths > budget).sum())
+    return int((lengths > budget).sum()), int((lengths == 0).sum())
 
 
-def classification_dataset(examples, preprocessor, batch_size, shuffle=False, seed=None):
-    """tf.data batches `(inputs, labels)` (or `inputs` when unlabelled).
+def classification_examples(examples, preprocessor):
+    """tf.data of single packed examples `(inputs, label)` (or `(inputs,)`), cached.
 
     Strings are tokenized and packed by `preprocessor` inside the pipeline,
     once: the packed examples are cached in memory for later epochs.
 
     Args:
         examples: `TextExamples`.
-        preprocessor: `keras_bert_app.BertPreprocessor`.
-        batch_size: int.
-        shuffle: bool. Shuffle the examples each epoch (training).
-        seed: int or None. Shuffle seed.
-
-    Returns:
-        `tf.data.Dataset` of `({"token_ids", "segment_ids", "padding_mask"}, labels)`.
+        preprocessor: `keras_bert_app.BertPreprocessor` (pads to its `sequence_length`).
     """
     import tensorflow as tf
 
-    from keras_bert_app.data.packed_dataset import packed_dataset
+    from keras_bert_app.data.packed_dataset import packed_examples
 
     if not len(examples):
         raise ValueError(f"{examples.source}: no examples.")
@@ -188,7 +187,32 @@ def classification_dataset(examples, preprocessor, batch_size, shuffle=False, se
         inputs = preprocessor(segments[0] if len(segments) == 1 else tuple(segments))
         return (inputs, *labels)
 
-    return packed_dataset(dataset, pack, len(examples), batch_size, shuffle, seed)
+    return packed_examples(dataset, pack, len(examples))
+
+
+def classification_dataset(examples, preprocessor, batch_size, shuffle=False, seed=None, bucketing=False):
+    """tf.data batches `(inputs, labels)` (or `inputs` when unlabelled).
+
+    Args:
+        examples: `TextExamples`.
+        preprocessor: `keras_bert_app.BertPreprocessor`.
+        batch_size: int.
+        shuffle: bool. Shuffle the examples each epoch (training).
+        seed: int or None. Shuffle seed.
+        bucketing: bool. Pad each batch to its longest example rounded up
+            to a bucket length, batches grouped by length
+            (`bucketing.grouped_batches`); False: every batch to the
+            preprocessor's `sequence_length`.
+
+    Returns:
+        `tf.data.Dataset` of `({"token_ids", "segment_ids", "padding_mask"}, labels)`.
+    """
+    from keras_bert_app.data.bucketing import grouped_batches
+
+    return grouped_batches(
+        classification_examples(examples, preprocessor), len(examples), batch_size, preprocessor.sequence_length,
+        shuffle=shuffle, seed=seed, bucketing=bucketing,
+    )
 
 
 def _file_kind(path, delimiter):

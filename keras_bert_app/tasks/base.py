@@ -5,7 +5,11 @@ each step: its files (`training_files`, `read`), labels (`learn_labels`),
 model inputs (`featurize`, `fit_arguments`, `validation_data`), model
 (`build_model`), predictions (`logits`, `tune`, `decode`), official scores
 (`metrics`), prediction files (`write_predictions`) and the fine-tuned preset
-(`save_preset`). `kba.predict` and `kba.evaluate` rebuild the task from the
+(`save_preset`). Batches are made in one place for every task
+(`data.bucketing.grouped_batches`): a task gives its single examples
+(`examples_dataset`), padded to the sequence length, and each batch is cut
+to its longest example rounded up to a bucket length unless `bucketing` is
+False. `kba.predict` and `kba.evaluate` rebuild the task from the
 preset's "task" entry (`from_spec`), and `kba.export_for_serving` asks it for
 its serving head.
 
@@ -99,6 +103,7 @@ class Split:
             sentence tasks; arrays or windows for the others).
         num_features: int. Model inputs made (batches count these).
         truncated: int. Examples cut at the sequence length.
+        empty: int. Examples without a single token (empty text).
     """
 
     name: str
@@ -106,6 +111,7 @@ class Split:
     features: object
     num_features: int
     truncated: int = 0
+    empty: int = 0
 
     def __len__(self):
         return len(self.examples)
@@ -119,7 +125,8 @@ class Task:
     option; `check_training_options` adds what fine-tuning needs (required
     options, existing files). A task instance then carries the state of one
     run: `prepare(preset, sequence_length)` loads the tokenizer, and
-    `learn_labels` (or the preset) sets `label_names`.
+    `learn_labels` (or the preset) sets `label_names`; `bucketing` (True
+    unless the run turns it off) pads each batch to a bucket length.
 
     Args:
         **options: the task's `OPTIONS`.
@@ -133,6 +140,7 @@ class Task:
     OPTIONS = ()
     SERVING_TASK = None  # the export's task name ("classification", ...); None: not servable
     TRUNCATED_UNIT = "examples"
+    PER_POSITION = False  # the model's outputs are per position ([batch, seq, ...])
 
     def __init__(self, **options):
         self.options = self.check_options(options)
@@ -140,6 +148,7 @@ class Task:
         self.sequence_length = self.DEFAULTS["sequence_length"]
         self.tokenizer = None
         self._preprocessor = None
+        self.bucketing = True
 
     # === Options and the preset's "task" entry ===
     @classmethod
@@ -237,11 +246,22 @@ class Task:
         line = f"{split.name}: {len(split)} examples from {split.examples.source}"
         if split.truncated:
             line += f"; {split.truncated} {self.TRUNCATED_UNIT} longer than {self.sequence_length} tokens were truncated"
+        if split.empty:
+            line += f"; {split.empty} {self.TRUNCATED_UNIT} have no tokens (empty text: [CLS] [SEP] alone)"
         return line
 
-    def dataset(self, split, batch_size, shuffle=False, seed=None):
-        """tf.data batches of a split (with labels when it has them)."""
+    def examples_dataset(self, split):
+        """tf.data of the split's single features `(inputs, *labels)`, padded to the sequence length."""
         raise NotImplementedError
+
+    def dataset(self, split, batch_size, shuffle=False, seed=None):
+        """tf.data batches of a split (with labels when it has them), grouped by length unless not `bucketing`."""
+        from keras_bert_app.data.bucketing import grouped_batches
+
+        return grouped_batches(
+            self.examples_dataset(split), split.num_features, batch_size, self.sequence_length,
+            shuffle=shuffle, seed=seed, bucketing=self.bucketing,
+        )
 
     def fit_arguments(self, split, batch_size, seed):
         """The training data arguments of `model.fit` (the rest is the loop's)."""
@@ -276,11 +296,17 @@ class Task:
 
     # === Predictions and scores ===
     def logits(self, model, split, batch_size):
-        """The model's raw outputs on a split (NumPy)."""
+        """The model's raw outputs on a split (NumPy), in the split's order; per-position ones padded to the sequence length."""
         import numpy as np
 
-        dataset = self.dataset(split, batch_size).map(lambda inputs, *rest: inputs)
-        return np.asarray(model.predict(dataset, verbose=0), dtype="float32")
+        from keras_bert_app.data.bucketing import predict_in_order
+
+        inputs = self.examples_dataset(split).map(lambda inputs, *rest: inputs)
+        outputs = predict_in_order(
+            model, inputs, split.num_features, batch_size, self.sequence_length,
+            bucketing=self.bucketing, per_position=self.PER_POSITION,
+        )
+        return np.asarray(outputs, dtype="float32")
 
     def tune(self, split, logits, log):
         """Settle settings on the (first) dev set after training (SQuAD v2.0's threshold)."""

@@ -38,10 +38,10 @@ class MultipleChoice(Task):
         truncated = count_truncated(examples, self.preprocessor) if len(examples) else 0
         return Split(name, examples, examples, len(examples), truncated)
 
-    def dataset(self, split, batch_size, shuffle=False, seed=None):
-        from keras_bert_app.data.swag import multiple_choice_dataset
+    def examples_dataset(self, split):
+        from keras_bert_app.data.swag import multiple_choice_examples
 
-        return multiple_choice_dataset(split.features, self.preprocessor, batch_size, shuffle, seed)
+        return multiple_choice_examples(split.features, self.preprocessor)
 
     def model_class(self):
         from keras_bert_app.models.bert_multiple_choice import BertMultipleChoice

@@ -32,6 +32,7 @@ class QuestionAnswering(Task):
     MODEL_CLASS_NAME = "BertQuestionAnswerer"
     SERVING_TASK = "question_answering"
     DEFAULTS = {**DEFAULTS, "epochs": 2, "learning_rate": 3e-5, "sequence_length": 384}
+    PER_POSITION = True
     OPTIONS = (
         Option("version", "text", "SQuAD version", required=True, choices=("1.1", "2.0")),
         Option("train", "file", "training SQuAD JSON file", required=True, stored=False),
@@ -91,7 +92,15 @@ class QuestionAnswering(Task):
             line += f"; warning: {len(features.skipped)} questions skipped (answer not located: {reasons})"
         return line
 
+    def examples_dataset(self, split):
+        """Single windows `(inputs, {"start_logits", "end_logits"})` (positions 0 when not training)."""
+        import tensorflow as tf
+
+        return tf.data.Dataset.from_tensor_slices((split.features.inputs, split.features.labels()))
+
     def fit_arguments(self, split, batch_size, seed):
+        if self.bucketing:
+            return super().fit_arguments(split, batch_size, seed)
         return {"x": split.features.inputs, "y": split.features.labels(), "batch_size": batch_size, "shuffle": True}
 
     def validation_data(self, split, batch_size):
@@ -105,10 +114,18 @@ class QuestionAnswering(Task):
 
     # === Predictions and scores ===
     def logits(self, model, split, batch_size):
-        """`(start_logits, end_logits)` float32 [features, seq]."""
+        """`(start_logits, end_logits)` float32 [features, seq] (0.0 past a bucketed batch's length)."""
         import numpy as np
 
-        outputs = model.predict(split.features.inputs, batch_size=batch_size, verbose=0)
+        from keras_bert_app.data.bucketing import predict_in_order
+
+        if self.bucketing:
+            inputs = self.examples_dataset(split).map(lambda inputs, *rest: inputs)
+            outputs = predict_in_order(
+                model, inputs, split.num_features, batch_size, self.sequence_length, per_position=True
+            )
+        else:
+            outputs = model.predict(split.features.inputs, batch_size=batch_size, verbose=0)
         return np.asarray(outputs["start_logits"], "float32"), np.asarray(outputs["end_logits"], "float32")
 
     def tune(self, split, logits, log):

@@ -66,15 +66,15 @@ class TextClassification(Task):
             )
 
     def featurize(self, name, examples, training=False):
-        from keras_bert_app.data.text_classification import count_truncated
+        from keras_bert_app.data.text_classification import token_counts
 
-        truncated = count_truncated(examples, self.preprocessor) if len(examples) else 0
-        return Split(name, examples, examples, len(examples), truncated)
+        truncated, empty = token_counts(examples, self.preprocessor) if len(examples) else (0, 0)
+        return Split(name, examples, examples, len(examples), truncated, empty)
 
-    def dataset(self, split, batch_size, shuffle=False, seed=None):
-        from keras_bert_app.data.text_classification import classification_dataset
+    def examples_dataset(self, split):
+        from keras_bert_app.data.text_classification import classification_examples
 
-        return classification_dataset(split.features, self.preprocessor, batch_size, shuffle, seed)
+        return classification_examples(split.features, self.preprocessor)
 
     # === Model ===
     def model_class(self):

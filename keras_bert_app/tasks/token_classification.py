@@ -22,6 +22,7 @@ class TokenClassification(Task):
     MODEL_CLASS_NAME = "BertTokenClassifier"
     SERVING_TASK = "token_classification"
     DEFAULTS = {**DEFAULTS, "learning_rate": 5e-5}
+    PER_POSITION = True
     OPTIONS = (
         Option("train", "file", "training file", required=True, stored=False),
         Option("dev", "file", "dev file (evaluated after training)", required=True, stored=False),
@@ -45,10 +46,10 @@ class TokenClassification(Task):
         arrays, truncated = encode_tagged(examples, self.tokenizer, self.sequence_length, self.label_names)
         return Split(name, examples, arrays, len(examples), truncated)
 
-    def dataset(self, split, batch_size, shuffle=False, seed=None):
-        from keras_bert_app.data.conll import tagging_dataset
+    def examples_dataset(self, split):
+        from keras_bert_app.data.conll import tagging_examples
 
-        return tagging_dataset(split.features, batch_size, shuffle, seed)
+        return tagging_examples(split.features)
 
     def model_class(self):
         from keras_bert_app.models.bert_token_classifier import BertTokenClassifier

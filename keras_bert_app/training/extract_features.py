@@ -31,6 +31,7 @@ def extract_features(
     sequence_length: int = 128,
     batch_size: int = 8,
     *,
+    bucketing: bool = True,
     log: Optional[Callable[[str], None]] = None,
 ) -> pathlib.Path:
     """Write the features of chosen encoder layers for every token of every input line.
@@ -42,7 +43,11 @@ def extract_features(
         layers: sequence of int. Encoder layer indices (negative from the top).
         sequence_length: int. Tokens per example (longer ones are truncated).
         batch_size: int.
-        log: callable taking a str, for the closing line (None: quiet).
+        bucketing: bool. Pad each batch to its longest example rounded up
+            to a bucket length (`data.bucketing`; batches stay in input
+            order, so no grouping by length); False pads every batch to
+            `sequence_length`. The features are the same either way.
+        log: callable taking a str, for progress lines (None: quiet).
 
     Returns:
         pathlib.Path of `output`.
@@ -62,10 +67,13 @@ def extract_features(
         raise errors.ArgumentError("layers", "layers must name at least one layer.")
     errors.check_int("sequence_length", sequence_length, minimum=3)
     errors.check_int("batch_size", batch_size, minimum=1)
-    lines = [line.rstrip("\n") for line in input_path.open(encoding="utf-8")]
-    lines = [line for line in lines if line.strip()]
+    errors.check_type("bucketing", bucketing, bool)
+    all_lines = [line.rstrip("\n") for line in input_path.open(encoding="utf-8")]
+    lines = [line for line in all_lines if line.strip()]
     if not lines:
         raise errors.DataError(f"{input_path}: no examples (the file is empty).")
+    if len(lines) < len(all_lines):
+        log(f"{input_path}: skipped {len(all_lines) - len(lines)} blank lines (linex_index counts the others).")
     texts = [line.split(PAIR_SEPARATOR, 1) for line in lines]
     paired = all(len(text) == 2 for text in texts)
     if not paired and any(len(text) == 2 for text in texts):
@@ -74,6 +82,7 @@ def extract_features(
     import numpy as np
     import tensorflow as tf
 
+    from keras_bert_app.data.bucketing import describe, trim
     from keras_bert_app.models.bert_feature_extractor import BertFeatureExtractor
     from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 
@@ -82,6 +91,9 @@ def extract_features(
     segments = tuple(zip(*texts)) if paired else ([text[0] for text in texts],)
     dataset = tf.data.Dataset.from_tensor_slices(tuple(list(s) for s in segments)).batch(batch_size)
     dataset = dataset.map(lambda *s: preprocessor(s if paired else s[0]))
+    if bucketing:
+        dataset = dataset.map(lambda inputs: trim((inputs,), sequence_length)[0])
+    log(_truncation_line(segments, preprocessor) + " " + describe(sequence_length, bucketing))
     hidden_dim = extractor.encoder.hidden_dim
     output.parent.mkdir(parents=True, exist_ok=True)
     index = 0
@@ -108,3 +120,14 @@ def extract_features(
                 index += 1
     log(f"Wrote features of {index} examples ({len(layers)} layers x {hidden_dim}) to {output}.")
     return output
+
+
+def _truncation_line(segments, preprocessor):
+    """How many examples the packer cuts at the sequence length."""
+    lengths = sum(preprocessor.tokenizer(list(segment)).row_lengths().numpy() for segment in segments)
+    budget = preprocessor.sequence_length - 1 - len(segments)
+    truncated = int((lengths > budget).sum())
+    line = f"{len(lengths)} examples"
+    if truncated:
+        line += f"; {truncated} longer than {preprocessor.sequence_length} tokens were truncated"
+    return line + "."

@@ -27,6 +27,7 @@ import time
 from typing import Callable, Optional, Union
 
 from keras_bert_app import errors
+from keras_bert_app.data.bucketing import describe as describe_padding
 from keras_bert_app.tasks.base import Task, check_preset
 from keras_bert_app.tasks.registry import resolve_task
 
@@ -62,6 +63,7 @@ def finetune(
     verbose: int = 2,
     log: Optional[Callable[[str], None]] = None,
     layerwise_lr_decay: Optional[float] = None,
+    bucketing: bool = True,
     **task_options: object,
 ) -> FinetuneResult:
     """Fine-tune `preset` on a task; write metrics, logs, dev predictions and the preset.
@@ -91,6 +93,11 @@ def finetune(
             layer l of L learns at `learning_rate * decay**(L - l)`, the
             embeddings at `decay**(L + 1)`, the pooler and head at the full
             rate (`models.layerwise_lr_decay`). None: one rate for all.
+        bucketing: bool. Pad each batch (training, validation, dev
+            predictions) to its longest example rounded up to 16, 32, 64,
+            128, then a multiple of 128 (at most `sequence_length`), with
+            batches of similar lengths (`data.bucketing`); False pads every
+            batch to `sequence_length`, as the original BERT.
         **task_options: the task's options, e.g. classify: `train`, `dev`,
             `text_column`, `label_column`, `text_pair_column`, `labels`,
             `regression`; glue: `glue_task`, `data_dir`; swag: `train`, `dev`,
@@ -125,6 +132,7 @@ def finetune(
     )
     errors.check_int("seed", seed, minimum=0)
     errors.check_type("jit_compile", jit_compile, bool)
+    errors.check_type("bucketing", bucketing, bool)
     errors.check_int("verbose", verbose, minimum=0, maximum=2)
     if layerwise_lr_decay is not None:
         errors.check_number("layerwise_lr_decay", layerwise_lr_decay, minimum=0, maximum=1, minimum_inclusive=False)
@@ -135,6 +143,7 @@ def finetune(
     keras.utils.set_random_seed(seed)
     output.mkdir(parents=True, exist_ok=True)
     task.prepare(preset, sequence_length)
+    task.bucketing = bucketing
     train_examples = task.read(train_path)
     task.learn_labels(train_examples)
     train = task.featurize("train", train_examples, training=True)
@@ -147,6 +156,7 @@ def finetune(
         devs.append(task.featurize(name, examples))
         log(task.summary(devs[-1]))
 
+    log(describe_padding(sequence_length, bucketing))
     fit_arguments = task.fit_arguments(train, batch_size, seed)
     steps_per_epoch = -(-train.num_features // batch_size)
     if train.num_features < batch_size:

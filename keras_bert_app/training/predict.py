@@ -34,6 +34,7 @@ def predict(
     batch_size: int = 32,
     *,
     task: Optional[str] = None,
+    bucketing: bool = True,
     log: Optional[Callable[[str], None]] = None,
     **task_options: object,
 ) -> pathlib.Path:
@@ -49,6 +50,10 @@ def predict(
         batch_size: int.
         task: str or None. The registry name the preset's task must be
             (e.g. "squad"); None takes any.
+        bucketing: bool. Pad each batch to its longest example rounded up
+            to a bucket length (`data.bucketing`), examples grouped by length
+            and the predictions put back in the input's order; False pads
+            every batch to the preset's sequence length.
         log: callable taking a str, for progress lines (None: quiet).
         **task_options: stored task options to change for this run, e.g.
             SQuAD's `null_score_diff_threshold` (default: the tuned one).
@@ -67,7 +72,9 @@ def predict(
     input_path = errors.check_file("input", input)
     output = errors.check_path("output", output)
     errors.check_int("batch_size", batch_size, minimum=1)
+    errors.check_type("bucketing", bucketing, bool)
     fine_tuned.prepare(preset)
+    fine_tuned.bucketing = bucketing
     examples = fine_tuned.read(input_path, labeled=False)
     if not len(examples):
         raise errors.DataError(f"{input_path}: no examples to predict.")
@@ -87,6 +94,7 @@ def evaluate(
     input: Union[str, os.PathLike],
     batch_size: int = 32,
     *,
+    bucketing: bool = True,
     log: Optional[Callable[[str], None]] = None,
 ) -> dict:
     """The official metrics of a fine-tuned preset on a labelled file.
@@ -99,6 +107,8 @@ def evaluate(
         preset: str or path. The `preset/` folder of a `finetune` run.
         input: str or path. A labelled file in the task's format.
         batch_size: int.
+        bucketing: bool. As for `predict`: length-grouped batches, each
+            padded to a bucket length; False pads to the sequence length.
         log: callable taking a str, for progress lines (None: quiet).
 
     Returns:
@@ -113,7 +123,9 @@ def evaluate(
     fine_tuned = _fine_tuned_task(preset, None, {})
     input_path = errors.check_file("input", input)
     errors.check_int("batch_size", batch_size, minimum=1)
+    errors.check_type("bucketing", bucketing, bool)
     fine_tuned.prepare(preset)
+    fine_tuned.bucketing = bucketing
     examples = fine_tuned.read(input_path)
     if not len(examples):
         raise errors.DataError(f"{input_path}: no examples to evaluate on.")

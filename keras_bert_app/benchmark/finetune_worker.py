@@ -1,0 +1,143 @@
+"""One fine-tuning run of `bench --task finetune`, in its own process: `python -m ... '<spec JSON>'`.
+
+Every implementation fine-tunes the same checkpoint on the same CSVs with the
+same recipe (epochs, batch, max length, peak learning rate; AdamW with 10%
+warmup and linear decay where the implementation lets us say so) and prints
+its dev accuracy on one `BENCH_RESULT` line. The parent times the whole
+process, from start to exit: imports, loading, tokenizing, training,
+evaluating.
+
+    ours               `kba.finetune("classify", ...)`, as `keras-bert-app finetune classify` (defaults)
+    ours-no-bucketing  the same with `bucketing=False`: every batch padded to the max length
+    keras-hub          `BertTextClassifier.from_preset` with its own preprocessor at the max length, `fit`
+                       with its compile defaults (Adam at the learning rate), then `predict`
+    hf-grouped         transformers `BertForSequenceClassification` + torch: `DataCollatorWithPadding`
+                       (each batch padded to its longest) and `get_length_grouped_indices` (`group_by_length`)
+    hf-padded          the same, every batch padded to the max length, random order
+"""
+
+import json
+import math
+import sys
+
+from keras_bert_app.benchmark.processes import RESULT_PREFIX
+
+IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "keras-hub", "hf-grouped", "hf-padded")
+
+
+def run_ours(spec, bucketing):
+    from keras_bert_app.training.finetune import finetune
+
+    result = finetune(
+        "classify", spec["checkpoint"], spec["output"], epochs=spec["epochs"], batch_size=spec["batch_size"],
+        learning_rate=spec["learning_rate"], sequence_length=spec["sequence_length"], seed=spec["seed"],
+        verbose=0, log=print, bucketing=bucketing, train=spec["train"], dev=spec["dev"],
+        text_column="text", label_column="label",
+    )
+    return {"accuracy": result.metrics["dev"]["accuracy"], "train_seconds": result.metrics["train_seconds"]}
+
+
+def run_keras_hub(spec):
+    import time
+
+    import keras
+    import keras_hub
+    import numpy as np
+
+    from keras_bert_app.benchmark.finetune_data import read_csv
+
+    keras.utils.set_random_seed(spec["seed"])
+    texts, labels = read_csv(spec["train"])
+    dev_texts, dev_labels = read_csv(spec["dev"])
+    names = sorted(set(labels))
+    preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(
+        spec["checkpoint"], sequence_length=spec["sequence_length"]
+    )
+    classifier = keras_hub.models.BertTextClassifier.from_preset(
+        spec["checkpoint"], num_classes=len(names), preprocessor=preprocessor
+    )
+    classifier.compile(optimizer=keras.optimizers.Adam(spec["learning_rate"]))
+    started = time.perf_counter()
+    classifier.fit(
+        x=texts, y=np.array([names.index(label) for label in labels]), batch_size=spec["batch_size"],
+        epochs=spec["epochs"], verbose=0,
+    )
+    train_seconds = time.perf_counter() - started
+    logits = classifier.predict(dev_texts, batch_size=spec["batch_size"], verbose=0)
+    accuracy = float(np.mean(np.asarray(logits).argmax(-1) == np.array([names.index(label) for label in dev_labels])))
+    return {"accuracy": accuracy, "train_seconds": round(train_seconds, 1)}
+
+
+def run_hf(spec, grouped):
+    import time
+
+    import torch
+    import transformers
+    from transformers.trainer_pt_utils import get_length_grouped_indices
+
+    from keras_bert_app.benchmark.finetune_data import read_csv
+
+    transformers.logging.set_verbosity_error()
+    transformers.set_seed(spec["seed"])
+    texts, labels = read_csv(spec["train"])
+    dev_texts, dev_labels = read_csv(spec["dev"])
+    names = sorted(set(labels))
+    tokenizer = transformers.BertTokenizerFast.from_pretrained(spec["checkpoint"])
+    model = transformers.BertForSequenceClassification.from_pretrained(spec["checkpoint"], num_labels=len(names))
+    padding = "longest" if grouped else "max_length"
+    collator = transformers.DataCollatorWithPadding(tokenizer, padding=padding, max_length=spec["sequence_length"])
+
+    def encode(rows, row_labels):
+        encoded = tokenizer(rows, max_length=spec["sequence_length"], truncation=True)
+        return [{"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "labels": names.index(label)}
+                for ids, types, mask, label in zip(encoded["input_ids"], encoded["token_type_ids"],
+                                                   encoded["attention_mask"], row_labels)]
+
+    train, dev = encode(texts, labels), encode(dev_texts, dev_labels)
+    batch_size = spec["batch_size"]
+    total_steps = math.ceil(len(train) / batch_size) * spec["epochs"]
+    no_decay = [n for n, _ in model.named_parameters() if "bias" in n or "LayerNorm" in n]
+    optimizer = torch.optim.AdamW([
+        {"params": [p for n, p in model.named_parameters() if n not in no_decay], "weight_decay": 0.01},
+        {"params": [p for n, p in model.named_parameters() if n in no_decay], "weight_decay": 0.0},
+    ], lr=spec["learning_rate"])
+    scheduler = transformers.get_linear_schedule_with_warmup(optimizer, math.ceil(0.1 * total_steps), total_steps)
+    generator = torch.Generator().manual_seed(spec["seed"])
+    started = time.perf_counter()
+    model.train()
+    for _ in range(spec["epochs"]):
+        if grouped:
+            order = get_length_grouped_indices([len(row["input_ids"]) for row in train], batch_size,
+                                               generator=generator)
+        else:
+            order = torch.randperm(len(train), generator=generator).tolist()
+        for start in range(0, len(order), batch_size):
+            batch = collator([train[i] for i in order[start:start + batch_size]])
+            model(**batch).loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+    train_seconds = time.perf_counter() - started
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for start in range(0, len(dev), batch_size):
+            batch = collator(dev[start:start + batch_size])
+            correct += int((model(**batch).logits.argmax(-1) == batch["labels"]).sum())
+    return {"accuracy": correct / len(dev), "train_seconds": round(train_seconds, 1)}
+
+
+def run(spec):
+    name = spec["implementation"]
+    if name in ("ours", "ours-no-bucketing"):
+        return run_ours(spec, bucketing=name == "ours")
+    if name == "keras-hub":
+        return run_keras_hub(spec)
+    if name in ("hf-grouped", "hf-padded"):
+        return run_hf(spec, grouped=name == "hf-grouped")
+    raise ValueError(f"unknown implementation {name!r}; expected one of {IMPLEMENTATIONS}.")
+
+
+if __name__ == "__main__":
+    print(RESULT_PREFIX + json.dumps(run(json.loads(sys.argv[1]))), flush=True)

@@ -1,0 +1,231 @@
+"""The sequence lengths a batch may be padded to: a small, fixed set.
+
+Length-aware batching pads each batch to its longest example rounded up to
+one of these lengths, so XLA (and an exported SavedModel) sees a handful of
+shapes, never one per batch. The set is fixed and stated: powers of two from
+16 to 128, then multiples of 128 (256, 384, 512, ...), which keeps the
+largest padding waste of a batch under half at short lengths and under a
+quarter past 256 (384 is SQuAD's usual length).
+"""
+
+from keras_bert_app import errors
+
+SMALLEST_BUCKET = 16
+
+
+def round_up(length):
+    """The smallest bucket length that holds `length` tokens."""
+    length = int(length)
+    if length <= SMALLEST_BUCKET:
+        return SMALLEST_BUCKET
+    if length <= 128:
+        bucket = SMALLEST_BUCKET
+        while bucket < length:
+            bucket *= 2
+        return bucket
+    return -(-length // 128) * 128
+
+
+def bucket_lengths(sequence_length):
+    """Every bucket length up to `sequence_length` rounded up, shortest first.
+
+    >>> bucket_lengths(128)
+    (16, 32, 64, 128)
+    >>> bucket_lengths(512)
+    (16, 32, 64, 128, 256, 384, 512)
+    """
+    errors.check_int("sequence_length", sequence_length, minimum=2)
+    top = round_up(sequence_length)
+    lengths = []
+    bucket = SMALLEST_BUCKET
+    while bucket <= top:
+        lengths.append(bucket)
+        bucket = round_up(bucket + 1)
+    return tuple(lengths)
+
+
+# Length grouping sorts the examples of this many batches at a time (as HF's
+# `group_by_length` does): batches of similar lengths, still drawn from a
+# random sample of the data each epoch.
+GROUP_BATCHES = 50
+
+
+def batch_lengths(sequence_length):
+    """The lengths a batch may be padded to with `sequence_length` as the longest.
+
+    The bucket lengths below `sequence_length`, then `sequence_length`
+    itself: a `sequence_length` that is not a bucket length stays the
+    truncation length (as with fixed padding) and is the top bucket.
+
+    >>> batch_lengths(128)
+    (16, 32, 64, 128)
+    >>> batch_lengths(100)
+    (16, 32, 64, 100)
+    """
+    errors.check_int("sequence_length", sequence_length, minimum=2)
+    return tuple(length for length in bucket_lengths(sequence_length) if length < sequence_length) + (
+        int(sequence_length),
+    )
+
+
+def describe(sequence_length, bucketing=True):
+    """One line for a run's log: how its batches are padded."""
+    if not bucketing:
+        return f"Padding every batch to {sequence_length} tokens (no bucketing)."
+    lengths = batch_lengths(sequence_length)
+    line = (
+        "Padding each batch to its longest example rounded up to "
+        + ", ".join(str(length) for length in lengths[:-1])
+        + (" or " if len(lengths) > 1 else "")
+        + f"{lengths[-1]} tokens, batches grouped by length (--no-bucketing: all to {sequence_length})."
+    )
+    if lengths[-1] != round_up(sequence_length):
+        line += (
+            f" Note: sequence length {sequence_length} is not a bucket length "
+            f"({', '.join(str(length) for length in bucket_lengths(sequence_length))}): "
+            f"it stays the truncation length and the top bucket."
+        )
+    return line
+
+
+def example_lengths(inputs):
+    """Real tokens of each example of a batch of inputs: int32 [batch].
+
+    The longest of its choices for multiple-choice inputs `[batch, choices, seq]`.
+    """
+    import tensorflow as tf
+
+    mask = tf.cast(inputs["padding_mask"], "int32")
+    tokens = tf.reduce_sum(mask, axis=-1)  # (batch,) or (batch, choices)
+    return tf.reduce_max(tf.reshape(tokens, [tf.shape(mask)[0], -1]), axis=1)
+
+
+def trim(batch, sequence_length):
+    """A batch cut to its longest example rounded up to a `batch_lengths` length.
+
+    `batch` is `(inputs, *rest)` padded to `sequence_length`; every tensor of
+    `inputs`, and of `rest` whose last axis is `sequence_length` (per-position
+    labels and weights), loses the padding past that length.
+    """
+    import tensorflow as tf
+
+    inputs = batch[0]
+    lengths = tf.constant(batch_lengths(sequence_length), "int32")
+    longest = tf.reduce_max(example_lengths(inputs))
+    length = tf.gather(lengths, tf.minimum(tf.searchsorted(lengths, longest[None])[0], len(lengths) - 1))
+
+    def cut(value):
+        if value.shape.rank is not None and value.shape.rank >= 2 and value.shape[-1] == sequence_length:
+            return value[..., :length]
+        return value
+
+    return (tf.nest.map_structure(cut, inputs), *(tf.nest.map_structure(cut, value) for value in batch[1:]))
+
+
+def _sort_by_length(*group):
+    """A group of examples (a batch of them) in order of their lengths, longest first."""
+    import tensorflow as tf
+
+    order = tf.argsort(example_lengths(group[0]), direction="DESCENDING", stable=True)
+    return tf.nest.map_structure(lambda value: tf.gather(value, order), group)
+
+
+def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=False, seed=None, bucketing=True):
+    """Batches of single examples, padded per batch to a bucket length and grouped by length.
+
+    Without `bucketing` this is the fixed padding of the original BERT:
+    the examples (shuffled each epoch when `shuffle`) in batches of
+    `batch_size`, each padded to `sequence_length`.
+
+    With `bucketing` (the default): each epoch the examples are shuffled
+    (seeded), sorted by length within groups of `GROUP_BATCHES` batches,
+    cut into batches, and the batches shuffled (seeded). Every example is in
+    exactly one batch per epoch; there are `ceil(num_examples / batch_size)`
+    batches, as with fixed padding, all full but the last (so the learning
+    rate schedule and `drop_remainder` behave as before), and each batch is
+    cut to its longest example rounded up to a length of
+    `batch_lengths(sequence_length)`. Without `shuffle` (evaluation) the
+    examples are sorted within each group and the batches stay in that order.
+
+    Args:
+        dataset: `tf.data.Dataset` of single examples `(inputs, *rest)`,
+            `inputs` a dict with `padding_mask`, every per-position tensor
+            padded to `sequence_length` on its last axis.
+        num_examples: int. Examples in `dataset`.
+        batch_size: int.
+        sequence_length: int. The length the examples are padded to.
+        shuffle: bool. Shuffle each epoch (training).
+        seed: int or None. Shuffle seed.
+        bucketing: bool. Pad per batch to a bucket length, grouped by length.
+
+    Returns:
+        `tf.data.Dataset` of batches `(inputs, *rest)` (of `inputs` when
+        the elements of `dataset` are not tuples).
+    """
+    import tensorflow as tf
+
+    if not bucketing:
+        if shuffle:
+            dataset = dataset.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True)
+        return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+    single = not isinstance(dataset.element_spec, tuple)
+    if single:
+        dataset = dataset.map(lambda inputs: (inputs,))
+    num_batches = -(-num_examples // batch_size)
+    if shuffle:
+        dataset = dataset.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True)
+    dataset = dataset.batch(GROUP_BATCHES * batch_size).map(_sort_by_length).unbatch().batch(batch_size)
+    dataset = dataset.map(lambda *batch: trim(batch, sequence_length), num_parallel_calls=tf.data.AUTOTUNE)
+    if shuffle:
+        batch_seed = None if seed is None else seed + 1
+        dataset = dataset.shuffle(num_batches, seed=batch_seed, reshuffle_each_iteration=True)
+    if single:
+        dataset = dataset.map(lambda inputs: inputs)
+    return dataset.apply(tf.data.experimental.assert_cardinality(num_batches)).prefetch(tf.data.AUTOTUNE)
+
+
+def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing=True, per_position=False):
+    """`model.predict` on single examples, with length-grouped batches, in the input's order.
+
+    Args:
+        model: a Keras model.
+        inputs: `tf.data.Dataset` of single examples' inputs (dicts), padded
+            to `sequence_length`.
+        num_examples: int.
+        batch_size: int.
+        sequence_length: int.
+        bucketing: bool. Without it: `model.predict` on fixed-length batches.
+        per_position: bool. The outputs are per position (`[batch, seq, ...]`):
+            they are padded back to `sequence_length` (with 0.0).
+
+    Returns:
+        The model's outputs (an array or a dict of arrays), one row per
+        example in `inputs`' order; per-position outputs `[examples, sequence_length, ...]`.
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    if not bucketing:
+        return model.predict(inputs.batch(batch_size).prefetch(tf.data.AUTOTUNE), verbose=0)
+    indexed = tf.data.Dataset.zip((inputs, tf.data.Dataset.range(num_examples)))
+    batches = grouped_batches(indexed, num_examples, batch_size, sequence_length)
+    results = None
+    for batch_inputs, index in batches.as_numpy_iterator():
+        outputs = model.predict_on_batch(batch_inputs)
+        named = outputs if isinstance(outputs, dict) else {None: outputs}
+        if results is None:
+            results = {
+                name: np.zeros(
+                    (num_examples, sequence_length, *np.shape(value)[2:]) if per_position
+                    else (num_examples, *np.shape(value)[1:]),
+                    "float32",
+                )
+                for name, value in named.items()
+            }
+        for name, value in named.items():
+            value = np.asarray(value, "float32")
+            if per_position:
+                results[name][index, : value.shape[1]] = value
+            else:
+                results[name][index] = value
+    return results[None] if None in results else results

