@@ -130,7 +130,8 @@ def _sort_by_length(*group):
     return tf.nest.map_structure(lambda value: tf.gather(value, order), group)
 
 
-def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=False, seed=None, bucketing=True):
+def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=False, seed=None, bucketing=True,
+                    group_by_length=True):
     """Batches of single examples, padded per batch to a bucket length and grouped by length.
 
     Without `bucketing` this is the fixed padding of the original BERT:
@@ -157,6 +158,9 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
         shuffle: bool. Shuffle each epoch (training).
         seed: int or None. Shuffle seed.
         bucketing: bool. Pad per batch to a bucket length, grouped by length.
+        group_by_length: bool. With `bucketing`: sort within groups as said
+            above; False keeps the batches of a random order (each still cut
+            to its longest example), as fine-tuning's training batches do.
 
     Returns:
         `tf.data.Dataset` of batches `(inputs, *rest)` (of `inputs` when
@@ -174,7 +178,9 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
     num_batches = -(-num_examples // batch_size)
     if shuffle:
         dataset = dataset.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True)
-    dataset = dataset.batch(GROUP_BATCHES * batch_size).map(_sort_by_length).unbatch().batch(batch_size)
+    if group_by_length:
+        dataset = dataset.batch(GROUP_BATCHES * batch_size).map(_sort_by_length).unbatch()
+    dataset = dataset.batch(batch_size)
     dataset = dataset.map(lambda *batch: trim(batch, sequence_length), num_parallel_calls=tf.data.AUTOTUNE)
     if shuffle:
         batch_seed = None if seed is None else seed + 1

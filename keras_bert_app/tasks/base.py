@@ -255,12 +255,19 @@ class Task:
         raise NotImplementedError
 
     def dataset(self, split, batch_size, shuffle=False, seed=None):
-        """tf.data batches of a split (with labels when it has them), grouped by length unless not `bucketing`."""
+        """tf.data batches of a split (with labels when it has them), each padded to a bucket unless not `bucketing`.
+
+        Training batches (`shuffle`) keep the random composition of fixed
+        padding, each cut to its own longest example: batches grouped by
+        length hold one class each where length gives the label away (long
+        positive, short negative reviews), and such a run learned nothing.
+        Evaluation batches are grouped by length (no effect on the figures).
+        """
         from keras_bert_app.data.bucketing import grouped_batches
 
         return grouped_batches(
             self.examples_dataset(split), split.num_features, batch_size, self.sequence_length,
-            shuffle=shuffle, seed=seed, bucketing=self.bucketing,
+            shuffle=shuffle, seed=seed, bucketing=self.bucketing, group_by_length=not shuffle,
         )
 
     def fit_arguments(self, split, batch_size, seed):

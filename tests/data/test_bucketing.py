@@ -128,3 +128,17 @@ def test_predictions_come_back_in_input_order(per_position):
         np.testing.assert_array_equal(outputs[:, 0], token_ids.sum(1))
     assert set(model.widths) <= set(bucketing.bucket_lengths(SEQUENCE_LENGTH)) and len(model.widths) == 9
     assert sum(model.widths) < 9 * SEQUENCE_LENGTH * 0.8  # sorted by length: short batches
+
+
+def test_training_batches_keep_the_random_composition_of_fixed_padding():
+    # Fine-tuning's training batches (tasks.base: group_by_length=False): the batches of fixed padding's order,
+    # each cut to its own longest example (length-grouped batches can hold one class each).
+    dataset, lengths = _examples(203)
+    fixed = bucketing.grouped_batches(dataset, 203, 16, SEQUENCE_LENGTH, shuffle=True, seed=3, bucketing=False)
+    random = bucketing.grouped_batches(_examples(203)[0], 203, 16, SEQUENCE_LENGTH, shuffle=True, seed=3,
+                                       group_by_length=False)
+    fixed_batches = sorted(tuple(sorted(index)) for _, index, _ in _epoch(fixed))
+    random_epoch = _epoch(random)
+    assert sorted(tuple(sorted(index)) for _, index, _ in random_epoch) == fixed_batches
+    for inputs, index, _ in random_epoch:
+        assert inputs["token_ids"].shape[1] == bucketing.round_up(lengths[index].max())

@@ -49,7 +49,8 @@ def test_every_task_implements_the_interface(name):
     missing = [method for method in OWN_METHODS if getattr(task_class, method) is getattr(Task, method)]
     assert not missing, f"{name} does not implement {missing}"
     if task_class.fit_arguments is Task.fit_arguments:
-        assert task_class.dataset is not Task.dataset, f"{name} has no dataset for the training loop"
+        # The base's `dataset` batches (by length) what the task's `examples_dataset` gives.
+        assert task_class.examples_dataset is not Task.examples_dataset, f"{name} has no dataset for the training loop"
     assert set(task_class.DEFAULTS) == {"epochs", "batch_size", "learning_rate", "sequence_length"}
     for option in task_class.OPTIONS:
         assert isinstance(option, Option) and option.kind in OPTION_KINDS and option.help
