@@ -18,6 +18,12 @@ def shared_data():
 
 
 @pytest.fixture(scope="session")
+def enwiki_lines(shared_data):
+    """The lines of ../shared/data's Wikipedia sample."""
+    return (shared_data / "corpus" / "enwiki_sample.txt").read_text(encoding="utf-8").split("\n")
+
+
+@pytest.fixture(scope="session")
 def backend():
     import keras
 

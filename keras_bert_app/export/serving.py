@@ -258,10 +258,10 @@ def write_saved_model(model, head, target, warmup_texts=WARMUP_TEXTS):
 
     preprocessor = head.preprocessor
     with tempfile.TemporaryDirectory() as scratch:
-        core_dir = pathlib.Path(scratch) / "core"
-        _export_core(model, core_dir, head)
-        partial = pathlib.Path(scratch) / "serving"
-        _wrap_and_save(core_dir, partial, head)
+        scratch = pathlib.Path(scratch)
+        serve, state = _core(model, head, scratch)
+        partial = scratch / "serving"
+        _wrap_and_save(serve, state, partial, head, scratch)
         metadata = {
             "task": head.task,
             "model_class": type(model).__name__,
@@ -287,17 +287,46 @@ def write_saved_model(model, head, target, warmup_texts=WARMUP_TEXTS):
     return target
 
 
-def _export_core(model, core_dir, head):
-    """Keras' own SavedModel export of the model, ids in, raw outputs out."""
+def _core(model, head, scratch):
+    """The model as a TF function of its int inputs (raw outputs out), and the TF state it reads.
+
+    On TensorFlow the model's own graph goes into the serving functions:
+    one trace, one save, its variables tracked as they are. On JAX and
+    PyTorch, Keras exports the model first (jax2tf, ...) and the reloaded
+    SavedModel's `serve` is wrapped (`_export_core`).
+    """
     import keras
     import tensorflow as tf
 
+    if keras.config.backend() == "tensorflow":
+        spec = {name: tf.TensorSpec(shape, tf.int32) for name, shape in _core_shapes(head).items()}
+        serve = tf.function(lambda inputs: head.core_outputs(model, inputs), input_signature=[spec], autograph=False)
+        # The tf.Variables themselves: a Keras variable would save as a second copy that TF1-style
+        # loaders (TF Serving, saved_model_cli run) restore while the graph reads the first.
+        return serve, [variable.value for variable in model.variables]
+    core_dir = scratch / "core"
+    _export_core(model, core_dir, head)
+    core = tf.saved_model.load(str(core_dir))
+    return core.serve, core
+
+
+def _core_shapes(head):
+    """`{input name: (None, width)}` of the model's int inputs; width None (open) with buckets."""
     from keras_bert_app.export.serving_head import INPUT_NAMES
 
     # With buckets the sequence axis is open (jax2tf: one symbolic length, at most S).
     width = None if head.bucketing else head.sequence_length
     widths = {name: width for name in INPUT_NAMES}
     widths.update(head.core_input_widths())
+    return {name: (None, width) for name, width in widths.items()}
+
+
+def _export_core(model, core_dir, head):
+    """Keras' own SavedModel export of the model, ids in, raw outputs out."""
+    import keras
+    import tensorflow as tf
+
+    widths = {name: shape[1] for name, shape in _core_shapes(head).items()}
     spec = {name: keras.InputSpec(shape=(None, width), dtype="int32") for name, width in widths.items()}
     options = {}
     if keras.config.backend() == "jax" and head.bucketing:
@@ -321,16 +350,16 @@ def _op_libraries():
     return {"tensorflow": tf.__version__, "tensorflow_text": tensorflow_text.__version__}
 
 
-def _wrap_and_save(core_dir, target, head):
+def _wrap_and_save(serve, state, target, head, scratch):
     import tensorflow as tf
 
-    core = tf.saved_model.load(str(core_dir))
     module = tf.Module()
-    module.core = core
-    module.vocabulary = tf.saved_model.Asset(_vocabulary_file(head.preprocessor, core_dir.parent))
+    module.core = state
+    module.vocabulary = tf.saved_model.Asset(_vocabulary_file(head.preprocessor, scratch))
     module.sequence_length = tf.Variable(head.sequence_length, trainable=False, name="sequence_length")
-    module.preprocessor = head.preprocessor  # tracks the tokenizer's resources (a SentencePiece model's)
-    head.attach(module, core.serve)
+    # (Not the preprocessor: a Keras layer, saving it would trace each of its tf.functions again, for
+    # nothing. Its graphs hold what they read: vocabularies as constants, a SentencePiece model as its op.)
+    head.attach(module, serve)
 
     ids_spec = tf.TensorSpec([None, head.sequence_length], tf.int32)
     serve_token_ids = tf.function(

@@ -2,6 +2,7 @@
 
 import base64
 import pathlib
+import weakref
 
 import keras
 import tensorflow as tf
@@ -86,11 +87,30 @@ class SentencePieceTokenizer(PreprocessingLayer):
         self.strip_accents = errors.check_type("strip_accents", strip_accents, bool)
         # === TF resources ===
         self._id_dtype = tf.int32 if dtype == "int32" else tf.int64
-        self._sentencepiece = tf_text.SentencepieceTokenizer(model=self._proto, out_type=self._id_dtype)
+        self._graph_sentencepiece = weakref.WeakKeyDictionary()  # graph -> TF Text's tokenizer made in it
         self._pieces_tensor = tf.constant(self._pieces)
-        self._tokenize_graph = tf.function(
-            self._tokenize_batch, input_signature=[tf.TensorSpec([None], tf.string)], autograph=False
-        )
+        strings = [tf.TensorSpec([None], tf.string)]
+        self._tokenize_graph = tf.function(self._tokenize_batch, input_signature=strings, autograph=False)
+        self._offsets_graph = tf.function(self._tokenize_with_offsets_batch, input_signature=strings, autograph=False)
+        self._detokenize_graph = tf.function(lambda ids: self._sentencepiece.detokenize(ids), autograph=False)
+
+    @property
+    def _sentencepiece(self):
+        """TF Text's SentencePiece tokenizer, its model resource made in the graph being traced.
+
+        TF Text's model resource is owned by the kernel that creates it: an
+        eager one is deleted whenever TF clears its kernel cache, as
+        `tf.random.set_seed` (so `keras.utils.set_random_seed`) does, and
+        every later call fails with "Resource ... does not exist". Made in
+        each traced graph (our eager calls run through tf.functions), it
+        lives with that graph, and a SavedModel carries it in its functions.
+        """
+        if tf.executing_eagerly():
+            raise RuntimeError("SentencePieceTokenizer: TF Text's tokenizer is only made inside a traced graph.")
+        graph = tf.compat.v1.get_default_graph()
+        if graph not in self._graph_sentencepiece:
+            self._graph_sentencepiece[graph] = tf_text.SentencepieceTokenizer(model=self._proto, out_type=self._id_dtype)
+        return self._graph_sentencepiece[graph]
 
     # === Vocabulary lookups (Python) ===
     def vocabulary_size(self):
@@ -175,7 +195,8 @@ class SentencePieceTokenizer(PreprocessingLayer):
                 return tuple(x[0] for x in self.tokenize_with_offsets(tf.reshape(inputs, [1])))
             if inputs.shape.rank != 1:
                 raise ValueError(f"tokenize_with_offsets takes a string or a [batch] of strings; got rank {inputs.shape.rank}.")
-            return self._tokenize_with_offsets_batch(inputs)
+            batch = self._offsets_graph if tf.executing_eagerly() else self._tokenize_with_offsets_batch
+            return batch(inputs)
 
     def _tokenize_with_offsets_batch(self, text):
         # text: [batch] tf.string -> ids, starts, ends [batch, (pieces)]
@@ -246,7 +267,8 @@ class SentencePieceTokenizer(PreprocessingLayer):
 
     def detokenize(self, ids):
         """Piece ids [..., tokens] -> text [...] (SentencePiece's decoding; normalisation is not undone)."""
-        return self._sentencepiece.detokenize(ids)
+        with tf.device("cpu"):
+            return self._detokenize_graph(ids) if tf.executing_eagerly() else self._sentencepiece.detokenize(ids)
 
     # === Config and presets ===
     def get_config(self):

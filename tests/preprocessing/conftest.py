@@ -27,8 +27,3 @@ def uncased_tokenizer(shared_data):
     from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
 
     return BertTokenizer(vocabulary=shared_data / "vocab" / "bert_uncased_vocab.txt", lowercase=True)
-
-
-@pytest.fixture(scope="session")
-def enwiki_lines(shared_data):
-    return (shared_data / "corpus" / "enwiki_sample.txt").read_text(encoding="utf-8").split("\n")

@@ -176,3 +176,21 @@ def test_not_a_sentencepiece_model_or_not_albert_s(tmp_path, enwiki_lines):
                                    minloglevel=2, num_threads=1)
     with pytest.raises(errors.DataError, match=r"no piece \['<pad>', '\[CLS\]', '\[SEP\]', '\[MASK\]'\]"):
         SentencePieceTokenizer(model.getvalue())
+
+
+def test_tokenizer_survives_a_new_random_seed(model_path):
+    """TF Text's eager model resource died when `set_random_seed` cleared TF's kernel cache ("does not exist")."""
+    import keras
+
+    tokenizer = SentencePieceTokenizer(model_path)  # never called before the seed, as in `finetune --seed`
+
+    def calls():
+        ids = tokenizer(TEXTS)
+        _, starts, ends = tokenizer.tokenize_with_offsets(TEXTS)
+        return ids.to_list(), starts.to_list(), ends.to_list(), tokenizer.detokenize(ids).numpy().tolist()
+
+    keras.utils.set_random_seed(11)
+    first = calls()
+    keras.utils.set_random_seed(12)
+    assert calls() == first
+    assert first[3] == [b'the city\'s "history".', b"zurich"]
