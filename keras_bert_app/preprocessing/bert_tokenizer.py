@@ -215,7 +215,9 @@ class BertTokenizer(PreprocessingLayer):
             `tf.Tensor` [(tokens)] for a scalar; otherwise `tf.RaggedTensor`
             [..., (tokens)] with one more (ragged) dimension than `inputs`.
         """
-        fn = self._eager_tokenize if tf.executing_eagerly() else self._tokenize_batch
+        # In a graph (tf.data, a SavedModel), a call of the function traced once per tokenizer: each
+        # `map` or serving function that tokenizes would otherwise trace the whole graph anew (seconds).
+        fn = self._eager_tokenize if tf.executing_eagerly() else self._batch_graph
         with tf.device("cpu"):
             return eager_calls.map_over_strings(fn, inputs, name="BertTokenizer")
 
@@ -235,7 +237,7 @@ class BertTokenizer(PreprocessingLayer):
             offsets are int64.
         """
         eager = tf.executing_eagerly()
-        fn = self._eager_tokenize_with_offsets if eager else self._tokenize_with_offsets_batch
+        fn = self._eager_tokenize_with_offsets if eager else self._tokenize_with_offsets_graph
         with tf.device("cpu"):
             return eager_calls.map_over_strings(fn, inputs, num_outputs=3, name="BertTokenizer")
 

@@ -169,8 +169,8 @@ class SentencePieceTokenizer(PreprocessingLayer):
             if inputs.shape.rank != 1:
                 ragged = tf.RaggedTensor.from_tensor(inputs, ragged_rank=inputs.shape.rank - 1)
                 return ragged.with_flat_values(self.tokenize(ragged.flat_values))
-            batch = self._tokenize_graph if tf.executing_eagerly() else self._tokenize_batch
-            return batch(inputs)
+            # (In a graph too: traced once per tokenizer, then called, rather than traced into each graph.)
+            return self._tokenize_graph(inputs)
 
     def _tokenize_batch(self, text):
         # text: [batch] tf.string -> ids [batch, (tokens)]
@@ -195,8 +195,7 @@ class SentencePieceTokenizer(PreprocessingLayer):
                 return tuple(x[0] for x in self.tokenize_with_offsets(tf.reshape(inputs, [1])))
             if inputs.shape.rank != 1:
                 raise ValueError(f"tokenize_with_offsets takes a string or a [batch] of strings; got rank {inputs.shape.rank}.")
-            batch = self._offsets_graph if tf.executing_eagerly() else self._tokenize_with_offsets_batch
-            return batch(inputs)
+            return self._offsets_graph(inputs)
 
     def _tokenize_with_offsets_batch(self, text):
         # text: [batch] tf.string -> ids, starts, ends [batch, (pieces)]

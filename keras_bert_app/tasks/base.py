@@ -208,12 +208,13 @@ class Task:
 
     # === Files and features ===
     def prepare(self, preset, sequence_length=None):
-        """Load the preset's tokenizer; `sequence_length` packs the examples. Returns self."""
-        from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+        """Load the tokenizer the preset names (WordPiece, or ALBERT's SentencePiece); `sequence_length`
+        packs the examples. Returns self."""
+        from keras_bert_app.preprocessing.preset_tokenizer import tokenizer_from_preset
 
         if sequence_length is not None:
             self.sequence_length = sequence_length
-        self.tokenizer = BertTokenizer.from_preset(preset)
+        self.tokenizer = tokenizer_from_preset(preset)
         self._preprocessor = None
         return self
 
