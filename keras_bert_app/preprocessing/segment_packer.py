@@ -68,6 +68,9 @@ class SegmentPacker(PreprocessingLayer):
         self.end_value = int(end_value)
         self.pad_value = int(pad_value)
         self.truncate = truncate
+        # In a graph, packing calls a function traced once per input type (one or two segments),
+        # not its ops traced anew into each tf.data map and serving function.
+        self._pack_graph = tf.function(self._pack, reduce_retracing=True, autograph=False)
 
     def call(self, inputs):
         segments = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
@@ -80,7 +83,7 @@ class SegmentPacker(PreprocessingLayer):
                 segments = [
                     tf.RaggedTensor.from_tensor(segment[tf.newaxis]) for segment in segments
                 ]
-            packed = self._pack(*segments)
+            packed = self._pack(*segments) if tf.executing_eagerly() else self._pack_graph(*segments)
             if unbatched:
                 packed = {name: value[0] for name, value in packed.items()}
             return packed
