@@ -4,12 +4,14 @@ Everything runs under TensorFlow; the backend-sensitive tests (marker
 `all_backends`) run again under JAX and PyTorch. Extra arguments go to pytest,
 e.g. `python tools/run_tests.py -m large` or `... tests/models -x`.
 
-    python tools/run_tests.py [--backends tensorflow,jax,torch] [--workers N] [pytest args]
+    python tools/run_tests.py [--backends tensorflow,jax,torch] [--workers N] [--sequential] [pytest args]
 
-With pytest-xdist installed (the `test` extra) each backend's tests run in
-`--workers` processes (default: the CPU count, at most 4), a test file per
+The backends run at the same time (`--sequential`: one after the other), each
+backend's output printed whole when it ends. With pytest-xdist installed (the
+`test` extra) TensorFlow's tests run in `--workers` processes (default: the
+CPU count, at most 4) and the other backends' in half as many, a test file per
 process at a time, so module-scoped fixtures are built once; `--workers 1`
-runs them in one process. pytest's slowest tests are listed at the end.
+runs each backend in one process. pytest's slowest tests are listed at the end.
 
 Under TensorFlow, `KERAS_BERT_APP_JIT_COMPILE=0` makes the models' "auto"
 mean no XLA: compiling takes seconds per tiny model on a CPU, more than the
@@ -24,11 +26,13 @@ tolerances; benchmarks and real runs keep XLA's defaults.
 """
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,46 +45,93 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backends", default="tensorflow,jax,torch")
     parser.add_argument("--workers", type=int, default=min(4, os.cpu_count() or 1))
+    parser.add_argument("--sequential", action="store_true",
+                        help="One backend after the other, each with --workers processes (default: all at once).")
     args, pytest_args = parser.parse_known_args(argv)
-    totals = {"passed": 0, "failed": 0, "skipped": 0}
-    failed_backends = []
+    backends = []
     for backend in args.backends.split(","):
         if importlib.util.find_spec(MODULES[backend]) is None:
             print(f"== {backend}: not installed, skipped")
-            continue
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15"]
-        if args.workers > 1 and importlib.util.find_spec("xdist") is not None and "-n" not in pytest_args:
-            command += ["-n", str(args.workers), "--dist", "loadfile"]
-        if backend != "tensorflow" and "-m" not in pytest_args:
-            command += ["-m", "all_backends and not large"]
-        command += pytest_args
-        print(f"== KERAS_BACKEND={backend}: {' '.join(command[1:])}", flush=True)
-        started = time.time()
-        process = subprocess.run(
-            command,
-            cwd=REPO_ROOT,
-            # No test may reach a hub: HF libraries stay offline.
-            env=dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2", HF_HUB_OFFLINE="1",
-                     XLA_FLAGS=os.environ.get("XLA_FLAGS", FAST_XLA_COMPILE),
-                     **({"KERAS_BERT_APP_JIT_COMPILE": "0"} if backend == "tensorflow" else {})),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        sys.stdout.write(process.stdout)
-        summary = process.stdout.strip().splitlines()[-1] if process.stdout.strip() else ""
+        else:
+            backends.append(backend)
+    runs = []
+    for backend in backends:
+        # All at once, TensorFlow (the whole suite) gets --workers processes, the others half as
+        # many: the cores stay busy to the end, where one backend after the other leaves them
+        # half idle while a backend's last test files finish.
+        workers = args.workers if args.sequential or backend == "tensorflow" else max(1, args.workers // 2)
+        runs.append((backend, _command(backend, workers, pytest_args)))
+    results = [_run(*run) for run in runs] if args.sequential else _run_together(runs)
+    totals = {"passed": 0, "failed": 0, "skipped": 0}
+    failed_backends = []
+    for backend, returncode, output in results:
+        summary = output.strip().splitlines()[-1] if output.strip() else ""
         for number, kind in COUNT.findall(summary):
             kind = "failed" if kind.startswith("error") else kind
             if kind in totals:
                 totals[kind] += int(number)
-        print(f"== {backend}: exit {process.returncode} in {time.time() - started:.0f} s", flush=True)
-        if process.returncode not in (0, 5):  # 5: no tests selected
+        if returncode not in (0, 5):  # 5: no tests selected
             failed_backends.append(backend)
     print(f"{totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped")
     if failed_backends:
         print(f"failures on: {', '.join(failed_backends)}")
         return 1
     return 0
+
+
+def _command(backend, workers, pytest_args):
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15"]
+    if workers > 1 and importlib.util.find_spec("xdist") is not None and "-n" not in pytest_args:
+        command += ["-n", str(workers), "--dist", "loadfile"]
+    if backend != "tensorflow" and "-m" not in pytest_args:
+        command += ["-m", "all_backends and not large"]
+    return command + list(pytest_args)
+
+
+def _environment(backend):
+    # No test may reach a hub: HF libraries stay offline.
+    return dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2", HF_HUB_OFFLINE="1",
+                XLA_FLAGS=os.environ.get("XLA_FLAGS", FAST_XLA_COMPILE),
+                **({"KERAS_BERT_APP_JIT_COMPILE": "0"} if backend == "tensorflow" else {}))
+
+
+def _start(backend, command, output):
+    print(f"== KERAS_BACKEND={backend}: {' '.join(command[1:])}", flush=True)
+    return subprocess.Popen(command, cwd=REPO_ROOT, env=_environment(backend), stdout=output,
+                            stderr=subprocess.STDOUT, text=True)
+
+
+def _finish(backend, process, seconds, output):
+    """Print a finished backend's output and time; (backend, exit code, output)."""
+    output.seek(0)
+    text = output.read()
+    sys.stdout.write(text)
+    print(f"== {backend}: exit {process.returncode} in {seconds:.0f} s", flush=True)
+    return backend, process.returncode, text
+
+
+def _run(backend, command):
+    with tempfile.TemporaryFile("w+") as output:
+        started = time.time()
+        process = _start(backend, command, output)
+        process.wait()
+        return _finish(backend, process, time.time() - started, output)
+
+
+def _run_together(runs):
+    """Every backend's pytest at once; each one's output is printed whole when it ends, in the given order."""
+    with contextlib.ExitStack() as stack:
+        started = time.time()
+        live = []
+        for backend, command in runs:
+            output = stack.enter_context(tempfile.TemporaryFile("w+"))
+            live.append((backend, _start(backend, command, output), output))
+        ended = {}
+        while len(ended) < len(live):
+            time.sleep(1)
+            ended.update({backend: time.time() - started for backend, process, _ in live
+                          if backend not in ended and process.poll() is not None})
+        return [_finish(backend, process, ended[backend], output) for backend, process, output in live]
 
 
 if __name__ == "__main__":
