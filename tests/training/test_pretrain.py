@@ -97,6 +97,19 @@ def _finish(process, timeout=900):
     return process.returncode, log
 
 
+def _in_process(argv):
+    """`(exit code, stdout + stderr)` of the command line run by `cli.main` in this process (no TF import to pay)."""
+    import contextlib
+    import io
+
+    from keras_bert_app import cli
+
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+        code = cli.main(argv)
+    return code, output.getvalue()
+
+
 def _final_weights(run_dir):
     import h5py
 
@@ -115,7 +128,7 @@ def _final_weights(run_dir):
 def uninterrupted_run(tiny_run_inputs, tmp_path_factory):
     preset, data = tiny_run_inputs
     run_dir = tmp_path_factory.mktemp("uninterrupted") / "run"
-    code, log = _finish(_run_cli(_command(preset, data, run_dir)))
+    code, log = _in_process(_command(preset, data, run_dir))
     assert code == 0, log[-3000:]
     return run_dir, log
 
@@ -167,7 +180,7 @@ def test_kill_9_mid_run_then_rerun_ends_like_an_uninterrupted_run(tiny_run_input
 
 def test_rerun_of_a_finished_run_says_so(tiny_run_inputs, uninterrupted_run):
     preset, data = tiny_run_inputs
-    code, log = _finish(_run_cli(_command(preset, data, uninterrupted_run[0])))
+    code, log = _in_process(_command(preset, data, uninterrupted_run[0]))
     assert code == 0 and "already finished" in log
 
 
@@ -221,7 +234,7 @@ def test_unigram_output_bias_init_matches_the_records_target_frequencies(tiny_ru
 
     preset, data = tiny_run_inputs
     argv = _command(preset, data, tmp_path / "run", steps=2, extra=("--output-bias-init", "unigram", "--learning-rate", "1e-12"))
-    code, log = _finish(_run_cli(argv))
+    code, log = _in_process(argv)
     assert code == 0, log[-3000:]
     counts = np.zeros(VOCABULARY_SIZE)
     for raw in tf.data.TFRecordDataset(str(data)):
@@ -250,7 +263,7 @@ def test_dropout_option_sets_the_runs_rate_and_the_preset_keeps_its_own(tiny_run
     shutil.copytree(source, preset)
     presets.write_config_entry(preset, "encoder", {**presets.read_config(preset)["encoder"], "dropout": 0.25})
     argv = _command(preset, data, tmp_path / "run", steps=2, extra=("--dropout", "0"))
-    code, log = _finish(_run_cli(argv))
+    code, log = _in_process(argv)
     assert code == 0, log[-3000:]
     assert json.loads((tmp_path / "run" / "run_config.json").read_text())["dropout"] == 0.0
     assert presets.read_config(tmp_path / "run" / "preset")["encoder"]["dropout"] == 0.25
