@@ -46,6 +46,7 @@ _PUBLIC = {
     "convert_checkpoint": "keras_bert_app.convert.checkpoint",
     "export_for_serving": "keras_bert_app.export.serving",
     "quickstart": "keras_bert_app.demo.quickstart",
+    "study_objectives": "keras_bert_app.demo.objectives_study",
     # tasks: one class per downstream task, chosen by name
     "get_task": "keras_bert_app.tasks.registry",
     "TASKS": "keras_bert_app.tasks.registry",

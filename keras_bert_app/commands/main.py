@@ -24,6 +24,7 @@ COMMANDS = {
     "convert": ("convert", "convert Google, HF or keras-hub checkpoints"),
     "bench": ("bench", "run the benchmarks against keras-hub and HF"),
     "quickstart": ("quickstart", "the whole paper at small scale on built-in data"),
+    "study": ("study", "studies on the quickstart's data: `study objectives` (BERT's successors at equal time)"),
 }
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130

@@ -1,0 +1,251 @@
+"""The runs of the objectives study: pretraining (timed, or in a child process for its memory), fine-tuning, probing.
+
+Each function runs one stage function of the package with the quickstart's
+recipe (`Recipe`): `pretrain` for one objective, `finetune("classify", ...)`
+for one seed, the linear probe on frozen features. `calibrate` times the
+objectives' steps back to back; `pretrain_in_child` runs one pretraining in
+a fresh Python process and reads back that process's peak resident memory.
+`tools/electra_vs_bert.py` uses them too.
+"""
+
+import csv
+import dataclasses
+import json
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+
+from keras_bert_app import errors
+from keras_bert_app.demo import settings as defaults
+
+Log = Callable[[str], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """The quickstart's pretraining and fine-tuning recipe (`demo/settings.py` says where each value comes from)."""
+
+    sequence_length: int = defaults.DEFAULT_SEQUENCE_LENGTH
+    batch_size: int = defaults.DEFAULT_PRETRAIN_BATCH_SIZE
+    learning_rate: float = defaults.DEFAULT_PRETRAIN_LEARNING_RATE
+    dropout: float = defaults.DEFAULT_PRETRAIN_DROPOUT
+    seed: int = defaults.DEFAULT_SEED
+    finetune_epochs: int = defaults.DEFAULT_FINETUNE_EPOCHS
+    finetune_batch_size: int = defaults.DEFAULT_FINETUNE_BATCH_SIZE
+    finetune_learning_rate: float = defaults.DEFAULT_FINETUNE_LEARNING_RATE
+
+    @classmethod
+    def from_quickstart(cls, settings: dict) -> "Recipe":
+        """The recipe of a quickstart run (its `quickstart.json`): its length, batch, seed and fine-tuning epochs."""
+        names = ("sequence_length", "batch_size", "seed", "finetune_epochs")
+        return cls(**{name: settings[name] for name in names if settings.get(name) is not None})
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.batch_size * self.sequence_length
+
+
+def metric_rows_every(steps: int, points: int = 20) -> int:
+    """The largest divisor of `steps` that gives at least `points` metric rows (when it can), 2 steps or more if it can.
+
+    The throughput of an interval is timed from its second step: an interval of one step has none.
+    """
+    limit = max(2, steps // points)
+    return max(d for d in range(1, limit + 1) if steps % d == 0)
+
+
+def pretrain_arm(
+    objective: str, preset: str | os.PathLike, records: str, run_dir: str | os.PathLike, steps: int, recipe: Recipe,
+    *, checkpoint_every: int | None = None, learning_rate: float | None = None,
+    generator_size: float | None = None, log: Log | None = print,
+) -> pathlib.Path:
+    """One quickstart-recipe `pretrain` run of `objective` from `preset` on `records` (a glob); returns the run folder."""
+    from keras_bert_app.training.pretrain import pretrain
+
+    extra = {"generator_size": generator_size} if objective == "electra" and generator_size else {}
+    return pretrain(
+        preset, run_dir, steps, data=records, batch_size=recipe.batch_size,
+        learning_rate=learning_rate or recipe.learning_rate, warmup_steps=max(1, steps // 10),
+        checkpoint_every=checkpoint_every or metric_rows_every(steps), output_bias_init="unigram",
+        dropout=recipe.dropout, seed=recipe.seed, verbose=0, log=log, objective=objective, **extra,
+    )
+
+
+def step_times(run_dir: pathlib.Path, tokens_per_step: int) -> list[float]:
+    """Seconds per step of each metric row of a run but the first (its interval holds the compilation), if others."""
+    rows = [row for row in csv.DictReader((pathlib.Path(run_dir) / "metrics.csv").open())
+            if row.get("tokens_per_second") not in (None, "", "NA")]
+    return [tokens_per_step / float(row["tokens_per_second"]) for row in rows[1:] or rows]
+
+
+def calibrate(
+    runs: dict[str, Callable[..., object]], folder: pathlib.Path, steps: int, tokens_per_step: int,
+    rounds: int = 2, log: Log = print,
+) -> dict[str, float]:
+    """Median seconds per step of each run, from short runs alternated over `rounds`.
+
+    Args:
+        runs: name -> callable(run_dir, steps, checkpoint_every=..., log=...)
+            that pretrains (e.g. `pretrain_arm` with its other arguments bound).
+        folder: pathlib.Path. The timing runs' folders (removed afterwards).
+        steps: int. Steps of each timing run; rows every `steps // 4`.
+        tokens_per_step: int. Batch size x sequence length.
+        rounds: int. Each run is timed this many times, in turn with the others,
+            so a machine that gets busier slows them alike.
+        log: callable taking one line of progress.
+    """
+    interval = max(1, steps // 4)
+    steps = interval * max(2, steps // interval)
+    times = {name: [] for name in runs}
+    for round_ in range(rounds):
+        for name, run in runs.items():
+            run_dir = folder / f"{name}_{round_}"
+            shutil.rmtree(run_dir, ignore_errors=True)
+            run(run_dir, steps, checkpoint_every=interval, log=None)
+            measured = step_times(run_dir, tokens_per_step)
+            times[name] += measured
+            log(f"  timing {name}, round {round_ + 1} of {rounds}: " + ", ".join(f"{t:.3f}" for t in measured) + " s/step")
+    shutil.rmtree(folder, ignore_errors=True)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def last_metrics(run_dir: pathlib.Path) -> dict[str, float]:
+    """The last row of a run's `metrics.csv` (numbers only)."""
+    rows = list(csv.DictReader((pathlib.Path(run_dir) / "metrics.csv").open()))
+    return {key: float(value) for key, value in rows[-1].items() if value not in ("", "NA") and key != "epoch"}
+
+
+# === Pretraining in a child process: its own peak memory ===
+def pretrain_in_child(arguments: dict, log: Log = print) -> dict:
+    """`pretrain_arm(**arguments)` in a fresh Python process; returns its `seconds` and `peak_rss_mib`.
+
+    `peak_rss_mib` is the child's own peak resident memory (`peak_resident_mib`):
+    the whole process (interpreter, Keras and the backend, XLA compilation,
+    data pipeline and model), read as it ends. The
+    child's progress goes to this process' stdout/stderr. Arguments must be
+    JSON values (`recipe` a dict); a typed error in the child is raised here
+    again as the same class.
+    """
+    root = pathlib.Path(__file__).resolve().parents[2]  # the folder holding keras_bert_app
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+    with tempfile.TemporaryDirectory() as folder:
+        request, answer = pathlib.Path(folder) / "request.json", pathlib.Path(folder) / "answer.json"
+        request.write_text(json.dumps({"arguments": arguments, "answer": str(answer)}))
+        started = time.monotonic()
+        code = "import sys; from keras_bert_app.demo.objectives_study_runs import child_main; child_main(sys.argv[1])"
+        sys.stdout.flush()
+        completed = subprocess.run([sys.executable, "-c", code, str(request)], env=environment, check=False)
+        seconds = time.monotonic() - started
+        result = json.loads(answer.read_text()) if answer.is_file() else {}
+    if "error" in result:
+        error_class = getattr(errors, result["error_class"], errors.DataError)
+        raise error_class(*([result["argument"]] if result.get("argument") else []), result["error"])
+    if completed.returncode != 0 or "peak_rss_mib" not in result:
+        raise RuntimeError(f"pretraining in a child process failed (exit code {completed.returncode}); its output is above.")
+    log(f"  (child process: {seconds:.0f} s, peak resident memory {result['peak_rss_mib']:.0f} MiB)")
+    return {"seconds": round(seconds, 1), "peak_rss_mib": round(result["peak_rss_mib"], 1)}
+
+
+def child_main(request_path: str) -> None:
+    """The child's side of `pretrain_in_child`: run, then write the peak memory (or the typed error)."""
+    request = json.loads(pathlib.Path(request_path).read_text())
+    arguments = dict(request["arguments"])
+    arguments["recipe"] = Recipe(**arguments["recipe"])
+    try:
+        pretrain_arm(**arguments)
+    except errors.KerasBertAppError as error:  # said again by the parent, as the same class
+        answer = {"error": str(error), "error_class": type(error).__name__, "argument": getattr(error, "argument", None)}
+    else:
+        answer = {"peak_rss_mib": peak_resident_mib()}
+    pathlib.Path(request["answer"]).write_text(json.dumps(answer))
+
+
+def peak_resident_mib() -> float:
+    """This process' peak resident memory in MiB: Linux's `VmHWM`, else `getrusage` `ru_maxrss`.
+
+    `VmHWM` belongs to the process' own address space, which `exec` starts
+    afresh; `ru_maxrss` on Linux carries the parent's peak over fork and exec,
+    so a child started by a large parent would report the parent's.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+# === Evaluation: fine-tuning and the linear probe ===
+def finetune_accuracy(
+    preset: pathlib.Path, data: pathlib.Path, run_dir: pathlib.Path, seed: int, recipe: Recipe, log: Log = print
+) -> float:
+    """Dev accuracy of the quickstart's topic classifier fine-tuned from `preset` with `seed`."""
+    from keras_bert_app.training.finetune import finetune
+
+    started = time.monotonic()
+    result = finetune(
+        "classify", preset=preset, output=run_dir, train=data / "labeled.csv", dev=data / "dev.csv",
+        text_column="text", label_column="label", epochs=recipe.finetune_epochs,
+        batch_size=recipe.finetune_batch_size, learning_rate=recipe.finetune_learning_rate,
+        sequence_length=recipe.sequence_length, seed=seed, jit_compile=False, verbose=0,
+    )
+    accuracy = result.metrics["dev"]["accuracy"]
+    log(f"  fine-tuned {preset}, seed {seed}: dev accuracy {accuracy:.4f} ({time.monotonic() - started:.0f} s)")
+    return accuracy
+
+
+def probe_accuracies(
+    preset: pathlib.Path, tokenizer_preset: pathlib.Path, data: pathlib.Path, sequence_length: int, log: Log = print
+) -> dict[str, float]:
+    """Linear-probe dev accuracy on `preset`'s frozen last-layer `[CLS]` and mean features (no seed)."""
+    from keras_bert_app.data.text_classification import read_text_classification
+    from keras_bert_app.evaluation.linear_probe import encoder_features, probe_accuracy
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
+
+    train = read_text_classification(data / "labeled.csv", "text", "label")
+    dev = read_text_classification(data / "dev.csv", "text", "label", label_names=train.label_names)
+    preprocessor = BertPreprocessor.from_preset(tokenizer_preset, sequence_length=sequence_length)
+    encoder = BertEncoder.from_preset(preset)
+    train_features = encoder_features(encoder, preprocessor, train.texts)
+    dev_features = encoder_features(encoder, preprocessor, dev.texts)
+    result = {pooling: probe_accuracy(train_features[pooling], train.labels, dev_features[pooling], dev.labels)
+              for pooling in train_features}
+    log(f"  probe {preset}: " + ", ".join(f"{pooling} {value:.4f}" for pooling, value in result.items()))
+    return result
+
+
+def parameter_counts(objective: str | None, preset: pathlib.Path) -> dict[str, int]:
+    """`encoder` (pooler included) and `pretrainer` (encoder, heads and, for ELECTRA, the generator) of a preset.
+
+    `objective` None: the encoder alone.
+    """
+    import warnings
+
+    from keras_bert_app.models.bert_encoder import BertEncoder
+
+    encoder = BertEncoder.from_preset(preset)
+    if objective is None:
+        return {"encoder": int(encoder.count_params())}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*fresh weights.*")  # a preset without heads: counted all the same
+        if objective == "electra":
+            from keras_bert_app.models.electra_pretrainer import ElectraPretrainer
+
+            pretrainer = ElectraPretrainer.from_preset(preset)
+        else:
+            from keras_bert_app.models.bert_pretrainer import BertPretrainer
+
+            pretrainer = BertPretrainer.from_preset(preset, next_sentence_prediction=objective != "mlm")
+    return {"encoder": int(encoder.count_params()), "pretrainer": int(pretrainer.count_params())}
