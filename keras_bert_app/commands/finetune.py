@@ -39,7 +39,7 @@ def run(args):
         learning_rate=args.learning_rate,
         sequence_length=args.sequence_length,
         seed=args.seed,
-        jit_compile=not args.no_jit_compile,
+        jit_compile=args.jit_compile,
         verbose=2,
         log=print,
         layerwise_lr_decay=args.layerwise_lr_decay,
@@ -87,9 +87,13 @@ def _add_common_arguments(parser, defaults):
         help=f"tokens per packed example; longer ones are truncated (default {defaults['sequence_length']})",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of initialisation, dropout and shuffling")
-    parser.add_argument(
-        "--no-jit-compile", action="store_true", help="turn XLA off (default: on for TensorFlow and JAX, CPU included)"
+    xla = parser.add_mutually_exclusive_group()
+    xla.add_argument(
+        "--jit-compile", dest="jit_compile", action="store_const", const=True, default="auto",
+        help="XLA on TensorFlow (CPU included) and JAX (default: XLA on JAX, and on TensorFlow with a GPU or TPU "
+        "or with --no-bucketing; a TensorFlow CPU run with bucketing skips XLA's compile per bucket length)",
     )
+    xla.add_argument("--no-jit-compile", dest="jit_compile", action="store_const", const=False, help="turn XLA off")
     parser.add_argument(
         "--no-bucketing", action="store_true",
         help="pad every batch to --sequence-length (default: pad each batch to its longest example rounded up to "

@@ -2,15 +2,22 @@
 
 Creating a tf.data iterator instantiates the graphs of its `map` functions,
 and the tokenizer + packer graph is large (thousands of nodes): seconds per
-iterator, that is per epoch and per validation pass in `fit`. Packing before
-an in-memory `cache()` pays it once: later epochs read the cached ids.
+iterator, that is per epoch, per validation pass in `fit` and per
+prediction pass. So the examples are packed once, up front, by calling the
+packing eagerly (the tokenizer's eager path: op by op, or its graph traced
+once per process, `preprocessing.eager_calls`), and the datasets read the
+packed arrays: every iterator after that is cheap. Packed data larger than
+`IN_MEMORY_BYTES` is packed inside tf.data instead, before an in-memory
+`cache()`: later epochs read the cached ids, and the graph never embeds
+the arrays.
 """
 
 PACK_BATCH_SIZE = 1024
+IN_MEMORY_BYTES = 256 * 2**20
 
 
 def packed_examples(dataset, pack, num_examples):
-    """The single examples of `dataset` `pack`ed once and cached in memory (unbatched).
+    """The single examples of `dataset` `pack`ed once, held in memory (unbatched).
 
     Args:
         dataset: `tf.data.Dataset` of single examples (strings and labels).
@@ -20,10 +27,35 @@ def packed_examples(dataset, pack, num_examples):
     """
     import tensorflow as tf
 
-    dataset = dataset.batch(PACK_BATCH_SIZE).map(pack, num_parallel_calls=tf.data.AUTOTUNE)
+    batches = dataset.batch(PACK_BATCH_SIZE)
+    packed = _pack_in_memory(batches, pack, num_examples)
+    if packed is not None:
+        return tf.data.Dataset.from_tensor_slices(packed)
+    dataset = batches.map(pack, num_parallel_calls=tf.data.AUTOTUNE)
     # `unbatch` hides the size; stating it lets `fit` know the epoch length
     # (no "ran out of data" warning) and fails loudly if it is wrong.
     return dataset.unbatch().apply(tf.data.experimental.assert_cardinality(num_examples)).cache()
+
+
+def _pack_in_memory(batches, pack, num_examples):
+    """`pack` run eagerly on every batch, as NumPy arrays of all examples; None when they would not fit."""
+    import numpy as np
+    import tensorflow as tf
+
+    parts = []
+    for batch in batches:
+        outputs = pack(*batch) if isinstance(batch, tuple) else pack(batch)
+        parts.append(tf.nest.map_structure(np.asarray, outputs))
+        if len(parts) == 1:
+            values = tf.nest.flatten(parts[0])
+            size = sum(value.nbytes for value in values) / max(len(values[0]), 1) * num_examples
+            if size > IN_MEMORY_BYTES:
+                return None
+    packed = tf.nest.map_structure(lambda *values: np.concatenate(values), *parts)
+    count = len(tf.nest.flatten(packed)[0])
+    if count != num_examples:
+        raise ValueError(f"packed {count} examples where {num_examples} were expected.")
+    return packed
 
 
 def packed_dataset(dataset, pack, num_examples, batch_size, shuffle=False, seed=None):

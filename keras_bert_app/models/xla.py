@@ -12,6 +12,16 @@ cross-replica collectives (`CollectiveGatherV2`) that MirroredStrategy and
 MultiWorkerMirroredStrategy put into the train step, and Keras' "auto"
 already turns XLA on where it can (GPU) and TPUStrategy compiles anyway.
 
+Runs whose batches come in several lengths (fine-tuning, `predict` and
+`evaluate` with bucketing: up to one shape per bucket length, for each of
+the train, test and predict functions) resolve "auto" with
+`jit_compile_for_lengths`: on TensorFlow without a GPU or TPU that is no
+XLA, because each shape costs a compile of its own. Measured on MiniLM-L6
+fine-tuning 1,600 headlines on 2 CPU cores: XLA's steps were about 15%
+faster (0.18 s vs 0.21 s) but its compiles took 9 to 20 s per shape; the
+whole run took 68 s with XLA and 44 s without. JAX keeps XLA (its op-by-op
+mode is far slower), and so does a GPU or TPU.
+
 The environment variable `KERAS_BERT_APP_JIT_COMPILE=0` makes "auto" mean no
 XLA on every backend (an explicit `jit_compile=True` still compiles): for
 many short runs, where XLA's compile time (seconds per model on a CPU) costs
@@ -61,6 +71,23 @@ def resolve_jit_compile(jit_compile="auto", model=None):
     if jit_compile and keras.config.backend() not in XLA_BACKENDS:
         raise errors.ArgumentError("jit_compile", f"jit_compile=True needs the TensorFlow or JAX backend; the backend is {keras.config.backend()}.")
     return bool(jit_compile)
+
+
+def jit_compile_for_lengths(variable_lengths, jit_compile="auto"):
+    """`jit_compile` for a run whose batches have one length or several (bucketing).
+
+    "auto" with `variable_lengths` on TensorFlow without a GPU or TPU gives
+    False (see the module docstring); anything else is returned as it is, for
+    `resolve_jit_compile` to settle.
+    """
+    if jit_compile != "auto" or not variable_lengths or keras.config.backend() != "tensorflow":
+        return jit_compile
+    return "auto" if has_accelerator() else False
+
+
+def has_accelerator():
+    """Whether the backend sees a GPU or a TPU."""
+    return any(device.split(":")[0].lower() in ("gpu", "tpu") for device in keras.distribution.list_devices())
 
 
 def _replicas(model):

@@ -3,19 +3,18 @@
 Tracing a tokenizer's graph (normalisation, WordPiece, the exact path for
 over-long words, the shards) takes seconds of CPU; running the same ops one
 by one takes milliseconds per call, and the ops are vectorised over the batch
-(1,000 lines op by op: about as fast as the graph). So an eager tokenizer
-starts op by op and compiles only once it has done enough work for the trace
-to pay: `COMPILE_AFTER` small calls, or a few large batches (the compiled
-graph also splits large batches in shards over the CPU cores). Both give the
-same ids: they run the same ops. Inside `tf.data` or a SavedModel the ops are
+(1,024 lines op by op: no slower than the graph, 0.03 s for headlines and
+0.06 s for 800-character texts on 2 cores, against 1.8 to 2 s to trace it).
+What the graph saves is the per-op overhead of each call, so it pays for
+many calls, whatever their size: an eager tokenizer runs op by op and
+compiles its graph after `COMPILE_AFTER` calls. Both give the same ids: they
+run the same ops. Inside `tf.data` or a SavedModel the ops are
 part of that graph already, and none of this applies.
 """
 
 import tensorflow as tf
 
-COMPILE_AFTER = 32  # eager calls' worth of work before the graph is compiled
-LARGE_BATCH = 256  # strings; a call this large counts as LARGE_BATCH_WORK small ones
-LARGE_BATCH_WORK = 8
+COMPILE_AFTER = 32  # eager calls before the graph is compiled
 
 
 class EagerRunner:
@@ -38,7 +37,7 @@ class EagerRunner:
 
     def __call__(self, text):
         # text: [batch] tf.string, eager (its batch size is known)
-        self.work += LARGE_BATCH_WORK if (text.shape[0] or 0) >= LARGE_BATCH else 1
+        self.work += 1
         return (self.graph if self.compiled else self.op_by_op)(text)
 
 

@@ -104,6 +104,7 @@ class Split:
         num_features: int. Model inputs made (batches count these).
         truncated: int. Examples cut at the sequence length.
         empty: int. Examples without a single token (empty text).
+        packed: the tf.data of its single features, made once (`Task.packed_examples`).
     """
 
     name: str
@@ -112,6 +113,7 @@ class Split:
     num_features: int
     truncated: int = 0
     empty: int = 0
+    packed: object = dataclasses.field(default=None, repr=False, compare=False)
 
     def __len__(self):
         return len(self.examples)
@@ -255,6 +257,12 @@ class Task:
         """tf.data of the split's single features `(inputs, *labels)`, padded to the sequence length."""
         raise NotImplementedError
 
+    def packed_examples(self, split):
+        """`examples_dataset(split)`, made once per split: training, validation and predictions share it."""
+        if split.packed is None:
+            split.packed = self.examples_dataset(split)
+        return split.packed
+
     def dataset(self, split, batch_size, shuffle=False, seed=None):
         """tf.data batches of a split (with labels when it has them), each padded to a bucket unless not `bucketing`.
 
@@ -267,7 +275,7 @@ class Task:
         from keras_bert_app.data.bucketing import grouped_batches
 
         return grouped_batches(
-            self.examples_dataset(split), split.num_features, batch_size, self.sequence_length,
+            self.packed_examples(split), split.num_features, batch_size, self.sequence_length,
             shuffle=shuffle, seed=seed, bucketing=self.bucketing, group_by_length=not shuffle,
         )
 
@@ -309,7 +317,7 @@ class Task:
 
         from keras_bert_app.data.bucketing import predict_in_order
 
-        inputs = self.examples_dataset(split).map(lambda inputs, *rest: inputs)
+        inputs = self.packed_examples(split).map(lambda inputs, *rest: inputs)
         outputs = predict_in_order(
             model, inputs, split.num_features, batch_size, self.sequence_length,
             bucketing=self.bucketing, per_position=self.PER_POSITION,

@@ -120,7 +120,7 @@ class QuestionAnswering(Task):
         from keras_bert_app.data.bucketing import predict_in_order
 
         if self.bucketing:
-            inputs = self.examples_dataset(split).map(lambda inputs, *rest: inputs)
+            inputs = self.packed_examples(split).map(lambda inputs, *rest: inputs)
             outputs = predict_in_order(
                 model, inputs, split.num_features, batch_size, self.sequence_length, per_position=True
             )

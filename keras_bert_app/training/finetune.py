@@ -59,7 +59,7 @@ def finetune(
     learning_rate: Optional[float] = None,
     sequence_length: Optional[int] = None,
     seed: int = 0,
-    jit_compile: bool = True,
+    jit_compile: Union[bool, str] = "auto",
     verbose: int = 2,
     log: Optional[Callable[[str], None]] = None,
     layerwise_lr_decay: Optional[float] = None,
@@ -85,7 +85,11 @@ def finetune(
         learning_rate: float. Peak learning rate (None: 2e-5; NER 5e-5; SQuAD 3e-5).
         sequence_length: int. Tokens per packed example (None: 128; SQuAD 384).
         seed: int. Seed of initialisation, dropout and shuffling.
-        jit_compile: bool. XLA on TensorFlow and JAX (CPU included).
+        jit_compile: "auto", True or False. XLA: "auto" is XLA on JAX, and
+            on TensorFlow with a GPU or TPU or without `bucketing`; on a
+            TensorFlow CPU with bucketing it is off, as each bucket length
+            would cost a compile of its own (`models.xla`). True: XLA on
+            TensorFlow (CPU included) and JAX.
         verbose: int. Keras' `fit` verbosity (0, 1 or 2).
         log: callable taking a str, for progress lines (None: quiet).
         layerwise_lr_decay: float in (0, 1] or None. Layer-wise learning-rate
@@ -131,14 +135,17 @@ def finetune(
         "sequence_length", defaults["sequence_length"] if sequence_length is None else sequence_length, minimum=3
     )
     errors.check_int("seed", seed, minimum=0)
-    errors.check_type("jit_compile", jit_compile, bool)
     errors.check_type("bucketing", bucketing, bool)
+    if jit_compile != "auto":
+        errors.check_type("jit_compile", jit_compile, bool)
     errors.check_int("verbose", verbose, minimum=0, maximum=2)
     if layerwise_lr_decay is not None:
         errors.check_number("layerwise_lr_decay", layerwise_lr_decay, minimum=0, maximum=1, minimum_inclusive=False)
     train_path, dev_paths = task.training_files()
 
     import keras
+
+    from keras_bert_app.models.xla import jit_compile_for_lengths
 
     keras.utils.set_random_seed(seed)
     output.mkdir(parents=True, exist_ok=True)
@@ -166,7 +173,8 @@ def finetune(
         )
     model = task.build_model(preset)
     model.compile(
-        learning_rate=learning_rate, total_steps=steps_per_epoch * epochs, jit_compile=jit_compile and "auto",
+        learning_rate=learning_rate, total_steps=steps_per_epoch * epochs,
+        jit_compile=jit_compile_for_lengths(bucketing, jit_compile),
         layerwise_lr_decay=layerwise_lr_decay,
     )
     decay_note = "" if layerwise_lr_decay is None else f", layer-wise decay {layerwise_lr_decay:g}"

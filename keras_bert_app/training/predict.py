@@ -67,6 +67,8 @@ def predict(
             missing input.
         ValueError: input that cannot be read.
     """
+    from keras_bert_app.models.xla import jit_compile_for_lengths
+
     log = log or _quiet
     fine_tuned = _fine_tuned_task(preset, task, task_options)
     input_path = errors.check_file("input", input)
@@ -81,7 +83,7 @@ def predict(
     split = fine_tuned.featurize("input", examples)
     log(fine_tuned.summary(split))
     model = fine_tuned.build_model(preset)
-    model.compile()  # XLA where `finetune` used it: the same logits as its dev predictions
+    model.compile(jit_compile=jit_compile_for_lengths(bucketing))  # as `finetune`: the logits of its dev predictions
     logits = fine_tuned.logits(model, split, batch_size)
     predictions = fine_tuned.decode(split, logits)
     paths = fine_tuned.write_predictions(output, split, predictions, logits=logits)
@@ -119,6 +121,8 @@ def evaluate(
             task; `MissingFileError` for a missing input.
         ValueError: input that cannot be read.
     """
+    from keras_bert_app.models.xla import jit_compile_for_lengths
+
     log = log or _quiet
     fine_tuned = _fine_tuned_task(preset, None, {})
     input_path = errors.check_file("input", input)
@@ -132,7 +136,7 @@ def evaluate(
     split = fine_tuned.featurize("input", examples)
     log(fine_tuned.summary(split))
     model = fine_tuned.build_model(preset)
-    model.compile()  # XLA where `finetune` used it: the scores of its dev predictions, near-ties included
+    model.compile(jit_compile=jit_compile_for_lengths(bucketing))  # as `finetune`: its dev scores, near-ties included
     predictions = fine_tuned.decode(split, fine_tuned.logits(model, split, batch_size))
     return {**fine_tuned.metrics(split, predictions), **fine_tuned.statistics(split)}
 

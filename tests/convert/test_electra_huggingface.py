@@ -109,9 +109,10 @@ def test_round_trip_loads_in_transformers_with_equal_outputs(tmp_path, architect
         np.testing.assert_array_equal(state[name].numpy(), value.numpy(), err_msg=name)
     batch = checkpoints.inputs()
     before, after = checkpoints.run_huggingface(reference, batch), checkpoints.run_huggingface(reloaded, batch)
-    np.testing.assert_array_equal(after.hidden_states[-1].numpy(), before.hidden_states[-1].numpy())
+    # Equal weights; torch's CPU kernels may still round the two modules' outputs 1 ulp apart.
+    np.testing.assert_allclose(after.hidden_states[-1].numpy(), before.hidden_states[-1].numpy(), rtol=0, atol=1e-6)
     if architecture != "ElectraModel":
-        np.testing.assert_array_equal(after.logits.numpy(), before.logits.numpy())
+        np.testing.assert_allclose(after.logits.numpy(), before.logits.numpy(), rtol=0, atol=1e-6)
 
 
 @pytest.mark.all_backends

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_bert_app.data import packed_dataset as packed
 from keras_bert_app.data.packed_dataset import packed_dataset
 
 
@@ -16,7 +17,7 @@ def _noisy_pack(values):
     return tf.cast(values, tf.float32) + tf.random.uniform(tf.shape(values), 0.0, 0.5)
 
 
-def test_packing_runs_once_and_later_epochs_read_the_cache():
+def test_packing_runs_once_and_later_epochs_read_the_cache(where):
     dataset = packed_dataset(tf.data.Dataset.range(10), _noisy_pack, 10, batch_size=4)
     first, second = _epochs(dataset, 2)
     np.testing.assert_array_equal(first, second)
@@ -24,7 +25,7 @@ def test_packing_runs_once_and_later_epochs_read_the_cache():
     assert [len(batch) for batch in dataset] == [4, 4, 2]
 
 
-def test_shuffled_epochs_hold_every_example_once_in_new_orders():
+def test_shuffled_epochs_hold_every_example_once_in_new_orders(where):
     dataset = packed_dataset(tf.data.Dataset.range(50), _noisy_pack, 50, batch_size=8, shuffle=True, seed=3)
     epochs = _epochs(dataset, 3)
     for epoch in epochs:
@@ -33,9 +34,38 @@ def test_shuffled_epochs_hold_every_example_once_in_new_orders():
     assert not np.array_equal(epochs[0], epochs[1])
 
 
-def test_epoch_length_is_known_to_fit_and_a_wrong_count_fails():
+@pytest.fixture(params=["in memory", "in tf.data"])
+def where(request, monkeypatch):
+    """Both ways of packing: eagerly into arrays (small data), inside tf.data before a cache (large data)."""
+    if request.param == "in tf.data":
+        monkeypatch.setattr(packed, "IN_MEMORY_BYTES", 0)
+    return request.param
+
+
+def test_epoch_length_is_known_to_fit_and_a_wrong_count_fails(where):
     dataset = packed_dataset(tf.data.Dataset.range(10), _noisy_pack, 10, batch_size=4, shuffle=True, seed=0)
     assert int(dataset.cardinality()) == 3  # fit sizes its epochs without running out of data
-    wrong = packed_dataset(tf.data.Dataset.range(10), _noisy_pack, 12, batch_size=4)
-    with pytest.raises(tf.errors.FailedPreconditionError):
-        _epochs(wrong, 1)
+    if where == "in memory":
+        with pytest.raises(ValueError, match="packed 10 examples where 12 were expected"):
+            packed_dataset(tf.data.Dataset.range(10), _noisy_pack, 12, batch_size=4)
+    else:
+        wrong = packed_dataset(tf.data.Dataset.range(10), _noisy_pack, 12, batch_size=4)
+        with pytest.raises(tf.errors.FailedPreconditionError):
+            _epochs(wrong, 1)
+
+
+def test_every_example_is_packed_in_order_either_way(where):
+    calls = []
+
+    def pack(values, labels):
+        calls.append(1)
+        return {"ids": values * 2}, labels
+
+    source = tf.data.Dataset.from_tensor_slices((tf.range(2500), tf.range(2500) % 3))
+    dataset = packed.packed_examples(source, pack, 2500)
+    for _ in range(2):
+        ids, labels = zip(*((x["ids"].numpy(), y.numpy()) for x, y in dataset))
+        np.testing.assert_array_equal(ids, np.arange(2500) * 2)
+        np.testing.assert_array_equal(labels, np.arange(2500) % 3)
+    if where == "in memory":
+        assert len(calls) == 3  # eager calls on 1,024 examples at a time, before any epoch

@@ -74,7 +74,8 @@ def test_adamw_updates_match_torch_for_small_gradients():
     """Keras adds epsilon to the uncorrected root of v: 1e-6 there damped 1e-4 gradients by ~25% at step 1."""
     total_steps, learning_rate = 10, 5e-5
     model = kba.BertClassifier(_tiny_encoder(), num_classes=2)
-    model.compile(learning_rate=learning_rate, total_steps=total_steps)
+    # What `compile()` uses (`default_optimizer`), before `compile` builds it for the model's own variables.
+    optimizer = model.default_optimizer(learning_rate=learning_rate, total_steps=total_steps)
     start = np.array([[0.5, -0.2], [0.1, 0.3]], "float32")
     variable = keras.Variable(start, name="kernel")  # a decayed variable
     parameter = torch.nn.Parameter(torch.tensor(start, dtype=torch.float64))
@@ -83,7 +84,7 @@ def test_adamw_updates_match_torch_for_small_gradients():
     gradients = np.random.default_rng(0).normal(scale=1e-4, size=(5, 2, 2))  # global norm far below the clip
     for gradient in gradients:
         before = np.array(keras.ops.convert_to_numpy(variable), "float64")
-        model.optimizer.apply([keras.ops.convert_to_tensor(gradient.astype("float32"))], [variable])
+        optimizer.apply([keras.ops.convert_to_tensor(gradient.astype("float32"))], [variable])
         expected_before = parameter.detach().numpy().copy()
         parameter.grad = torch.tensor(gradient)
         reference.step()

@@ -212,3 +212,21 @@ def test_command_line_unknown_task_is_a_usage_error(capsys):
     assert caught.value.code == 2
     err = capsys.readouterr().err
     assert "invalid choice: 'sentiment'" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "flags, expected", [([], "auto"), (["--jit-compile"], True), (["--no-jit-compile"], False)],
+    ids=["default", "on", "off"],
+)
+def test_command_line_xla_flags_reach_the_stage_function(monkeypatch, flags, expected):
+    """The default leaves XLA to `models.xla.jit_compile_for_lengths` (off on a TensorFlow CPU with buckets)."""
+    from keras_bert_app.training import finetune as stage
+
+    seen = {}
+    monkeypatch.setattr(stage, "finetune", lambda *args, **kwargs: seen.update(kwargs))
+    argv = ["finetune", "classify", "--train", "t.csv", "--dev", "t.csv", "--text-column", "text", "--label-column",
+            "label", "--preset", "P", "--output", "run"]
+    assert cli.main(argv + flags) == 0
+    assert seen["jit_compile"] == expected
+    with pytest.raises(SystemExit):
+        cli.main(argv + ["--jit-compile", "--no-jit-compile"])

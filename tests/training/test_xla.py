@@ -8,7 +8,7 @@ from keras_bert_app.models.bert_classifier import BertClassifier
 from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.models.bert_pretrainer import BertPretrainer
 from keras_bert_app.training.optimizer import create_optimizer
-from keras_bert_app.models.xla import JIT_COMPILE_VARIABLE
+from keras_bert_app.models.xla import JIT_COMPILE_VARIABLE, has_accelerator, jit_compile_for_lengths
 from keras_bert_app.training.xla import resolve_jit_compile
 
 pytestmark = pytest.mark.all_backends
@@ -52,6 +52,16 @@ def test_auto_means_xla_on_tensorflow_and_jax_and_none_on_torch():
     classifier = BertClassifier(_encoder(), num_classes=3)
     classifier.compile()
     assert classifier.jit_compile is XLA  # Keras' own "auto" is False for TensorFlow on CPU
+
+
+def test_runs_with_several_lengths_skip_xla_on_a_tensorflow_cpu_unless_asked():
+    """Bucketing: one compile per length; on a CPU TensorFlow runs faster without XLA (models/xla.py)."""
+    assert jit_compile_for_lengths(False) == "auto"  # one length: the usual default
+    assert jit_compile_for_lengths(True, True) is True and jit_compile_for_lengths(True, False) is False
+    if keras.config.backend() == "tensorflow" and not has_accelerator():
+        assert jit_compile_for_lengths(True) is False
+    else:
+        assert jit_compile_for_lengths(True) == "auto"  # JAX compiles anyway; torch has no XLA
 
 
 @pytest.mark.parametrize("value", ["0", "false", "Off"])
