@@ -47,7 +47,7 @@ def test_ids_on_the_whole_wikipedia_sample(model_path, tokenizer, enwiki_lines):
 
 
 def _check_ids_on(lines, model_path, tokenizer):
-    """Ours equal HF's and SentencePiece's ids on every line, up to ties between equal-score segmentations."""
+    """Ours equal HF's `AlbertTokenizer`'s and SentencePiece's ids on every line."""
     spm = pytest.importorskip("sentencepiece")
     ours = tokenizer(lines).to_list()
     hf = _hf_tokenizer(model_path.parent)(lines, add_special_tokens=False)["input_ids"]
@@ -55,16 +55,14 @@ def _check_ids_on(lines, model_path, tokenizer):
     original = [processor.encode(preprocess_text(line)) for line in lines]  # google-research/albert's way
     for reference in (hf, original):
         differing = [index for index, (a, b) in enumerate(zip(ours, reference)) if a != b]
-        # Unigram's Viterbi can tie ("5000": "5"+"0"+"00" or "5"+"00"+"0"): tensorflow-text's SentencePiece
-        # breaks some ties unlike HF's Unigram and the sentencepiece wheel (4 of the 19,717 lines, -m large).
-        assert len(differing) <= max(2, len(lines) // 2000), [(lines[i], reference[i], ours[i]) for i in differing]
-        for index in differing:
-            pieces = [processor.id_to_piece(i) for i in ours[index]]
-            their_pieces = [processor.id_to_piece(i) for i in reference[index]]
-            assert "".join(pieces) == "".join(their_pieces)
-            assert sum(map(processor.get_score, ours[index])) == pytest.approx(
-                sum(map(processor.get_score, reference[index])), abs=1e-3
-            )
+        # Should this ever fail: Unigram's Viterbi can tie ("5000": "5"+"0"+"00" or "5"+"00"+"0"), and the
+        # message says whether a line is such a tie (same text, same total score) or a real difference.
+        assert not differing, [
+            (lines[index], [processor.id_to_piece(i) for i in ours[index]],
+             [processor.id_to_piece(i) for i in reference[index]],
+             sum(map(processor.get_score, ours[index])), sum(map(processor.get_score, reference[index])))
+            for index in differing[:5]
+        ]
     assert sum(len(ids) for ids in ours) > 20 * len(lines)
     assert any(tokenizer.unk_token_id in ids for ids in ours)  # unknown characters occur, and agree
 
