@@ -51,6 +51,8 @@ def _pack_in_memory(batches, pack, num_examples):
             size = sum(value.nbytes for value in values) / max(len(values[0]), 1) * num_examples
             if size > IN_MEMORY_BYTES:
                 return None
+    if not parts:
+        return None  # no examples: tf.data states the count mismatch
     packed = tf.nest.map_structure(lambda *values: np.concatenate(values), *parts)
     count = len(tf.nest.flatten(packed)[0])
     if count != num_examples:
