@@ -127,6 +127,7 @@ def pad_positions(values, padding_mask, value=0):
         padding_mask: int [batch, seq].
         value: the filler at padding positions.
     """
+    values = tf.convert_to_tensor(values)  # a JAX or torch model run eagerly gives NumPy arrays
     sequence_length = padding_mask.shape[1]
     missing = tf.shape(padding_mask)[1] - tf.shape(values)[1]
     rank = values.shape.rank
