@@ -182,6 +182,7 @@ def test_vocabulary_mismatch_is_refused(tmp_path, preprocessor):
 
 
 @pytest.mark.large
+@pytest.mark.skipif(keras.config.backend() == "torch", reason="Keras exports no SavedModel from torch (a documented error)")
 def test_jax_export_equals_tensorflow_export(tmp_path, preprocessor):
     pytest.importorskip("jax")
     keras.utils.set_random_seed(3)
