@@ -141,6 +141,9 @@ def test_compile_makes_the_optimizer_slots_before_the_first_step():
     """Built eagerly in `compile`, not inside the first traced train step (4-5 s of a MiniLM fine-tuning)."""
     model = BertClassifier(_encoder(), num_classes=3)
     model.compile(learning_rate=1e-2, total_steps=4, jit_compile=False)
+    if keras.config.backend() != "tensorflow":  # JAX and torch build them eagerly in `fit`, before any step
+        assert not model.optimizer.built
+        return
     assert model.optimizer.built
     slots = {id(variable) for variable in model.optimizer.variables}
     rng = np.random.default_rng(0)
