@@ -217,6 +217,7 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
                 keras.callbacks.CSVLogger(str(run_dir / "metrics.csv"), append=True),
                 keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=max(1, every // 10)),
             ]
+        build_without_reading(pretrainer, dataset)
         with warnings.catch_warnings():
             # Without NSP (masked LM only, ELECTRA) no loss reads the pooler: expected, not worth a warning.
             warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler/")
@@ -232,3 +233,22 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
     if chief:
         write_preset(pretrainer, settings.preset, run_dir / PRESET_FOLDER, resolved)
         settings.say(f"Done: {settings.steps} steps. Preset: {run_dir / PRESET_FOLDER}")
+
+
+def build_without_reading(model, dataset):
+    """Build the model, its metrics and losses from the dataset's element spec, not from a batch of it.
+
+    Left to `fit`, Keras on JAX and PyTorch builds them from a first batch of
+    an iterator it then throws away. The datasets' seeded shuffles share one
+    seed generator across iterators, which each repetition that an
+    iterator's prefetching starts advances, so the iterator `fit` trains on
+    got an order that depended on how far the thrown-away one had read: a
+    resumed run (whose data is `skip`ped to its step) then saw other batches
+    than an uninterrupted one. With everything built here, `fit` reads one
+    iterator, from the start, on every backend. (TensorFlow does the same
+    only under a `tf.distribute` strategy, in its scope: `_maybe_symbolic_build`;
+    without one it builds while tracing the first step, reading nothing.)
+    """
+    build = getattr(model, "_maybe_symbolic_build", None) or getattr(model, "_symbolic_build", None)
+    if build is not None:
+        build(data_batch=dataset.element_spec)

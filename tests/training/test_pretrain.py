@@ -175,6 +175,37 @@ def test_kill_9_mid_run_then_rerun_ends_like_an_uninterrupted_run(tiny_run_input
     got = _final_weights(run_dir)
     assert expected.keys() == got.keys()
     for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=f"{name} (killed at {killed_at})")
+
+
+@pytest.mark.all_backends
+def test_ctrl_c_after_a_checkpoint_then_rerun_ends_like_an_uninterrupted_run(
+    tiny_run_inputs, uninterrupted_run, tmp_path, monkeypatch
+):
+    """The resumed run reads the batches the uninterrupted one read from its step on, on every backend.
+
+    (On JAX and PyTorch `fit` used to build the model from a thrown-away
+    iterator, which moved the seeded shuffle of the one it trained on.)
+    """
+    from keras_bert_app.training import checkpointing
+
+    save = checkpointing.ResumableCheckpoint.on_epoch_end
+
+    def save_then_ctrl_c(self, epoch, logs=None):
+        save(self, epoch, logs)
+        if (epoch + 1) * self.steps_per_epoch == 4:
+            raise KeyboardInterrupt
+
+    preset, data = tiny_run_inputs
+    run_dir = tmp_path / "run"
+    monkeypatch.setattr(checkpointing.ResumableCheckpoint, "on_epoch_end", save_then_ctrl_c)
+    code, log = _in_process(_command(preset, data, run_dir))
+    assert code == 130 and "interrupted" in log, log[-2000:]
+    monkeypatch.undo()
+    code, log = _in_process(_command(preset, data, run_dir))
+    assert code == 0 and "Resumed from step 4 of 8" in log, log[-2000:]
+    expected, got = _final_weights(uninterrupted_run[0]), _final_weights(run_dir)
+    for name in expected:
         np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
