@@ -2,7 +2,8 @@
 
 Everything runs under TensorFlow; the backend-sensitive tests (marker
 `all_backends`) run again under JAX and PyTorch. Extra arguments go to pytest,
-e.g. `python tools/run_tests.py -m large` or `... tests/models -x`.
+e.g. `python tools/run_tests.py -m large` (every large test on TensorFlow, the
+backend-sensitive ones among them on JAX and PyTorch) or `... tests/models -x`.
 
     python tools/run_tests.py [--backends tensorflow,jax,torch] [--workers N] [--sequential] [pytest args]
 
@@ -83,9 +84,16 @@ def _command(backend, workers, pytest_args):
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=15"]
     if workers > 1 and importlib.util.find_spec("xdist") is not None and "-n" not in pytest_args:
         command += ["-n", str(workers), "--dist", "loadfile"]
-    if backend != "tensorflow" and "-m" not in pytest_args:
-        command += ["-m", "all_backends and not large"]
-    return command + list(pytest_args)
+    pytest_args = list(pytest_args)
+    if backend != "tensorflow":
+        # JAX and PyTorch rerun only the backend-sensitive tests, within any selection given:
+        # `-m large` runs the large ones among them.
+        if "-m" in pytest_args[:-1]:
+            at = pytest_args.index("-m") + 1
+            pytest_args[at] = f"all_backends and ({pytest_args[at]})"
+        else:
+            command += ["-m", "all_backends and not large"]
+    return command + pytest_args
 
 
 def _environment(backend):

@@ -17,6 +17,7 @@ pytest.importorskip("tokenizers")
 TAGS = ["O", "B-LOC", "B-ORG", "B-PER", "I-LOC", "I-ORG", "I-PER"]
 
 
+@pytest.mark.all_backends
 @pytest.mark.large
 @pytest.mark.skipif(keras.config.backend() == "torch", reason="Keras exports no SavedModel from torch (a documented error)")
 def test_exported_tagger_offsets_on_chinese_and_mixed_text(shared_data, tmp_path):

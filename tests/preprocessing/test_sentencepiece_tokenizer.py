@@ -116,6 +116,7 @@ def test_tf_data_and_the_preprocessor(tokenizer):
     assert ids[0, len(first) + 1] == 3 and ids[0, 2 * len(first) + 2] == 3 and ids[1, -1] == 0  # [SEP], <pad>
 
 
+@pytest.mark.all_backends
 @pytest.mark.large
 def test_saved_model(tokenizer, tmp_path):
     preprocessor = BertPreprocessor(tokenizer, sequence_length=32)

@@ -151,6 +151,7 @@ def test_a_run_writes_logs_checkpoints_and_a_loadable_preset(uninterrupted_run):
     assert encoder.count_params() > 0 and pretrainer.next_sentence_head is not None
 
 
+@pytest.mark.all_backends
 @pytest.mark.large
 def test_kill_9_mid_run_then_rerun_ends_like_an_uninterrupted_run(tiny_run_inputs, uninterrupted_run, tmp_path):
     from keras_bert_app.training.checkpointing import list_checkpoints

@@ -152,6 +152,7 @@ def _write_empty_prediction_records(path):
         writer.write(tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString())
 
 
+@pytest.mark.all_backends
 @pytest.mark.large
 def test_kill_9_mid_run_then_rerun_ends_like_an_uninterrupted_run(electra_inputs, electra_run, tmp_path):
     """Weights, optimizer, schedule, data position and the sampler's random state all resume."""

@@ -134,6 +134,7 @@ def test_killed_in_phase_2_resumes_in_phase_2_micro(micro, tmp_path, monkeypatch
     _kill_in_phase_2_then_resume(argv, 16, 32, monkeypatch, capsys)
 
 
+@pytest.mark.all_backends
 @pytest.mark.large  # three fits of bert_tiny_uncased (30,522-token vocabulary) and its records: a minute or more
 def test_killed_in_phase_2_resumes_in_phase_2_wikipedia(records, tmp_path, monkeypatch, capsys):
     _kill_in_phase_2_then_resume(_argv(records, tmp_path / "run"), PHASE1_LENGTH, PHASE2_LENGTH, monkeypatch, capsys)
