@@ -7,7 +7,9 @@ import keras
 import pytest
 
 from keras_bert_app import cli, errors
+from keras_bert_app.demo import chinese_settings
 from keras_bert_app.demo import corpus as quickstart_corpus
+from keras_bert_app.demo import pipeline
 from keras_bert_app.demo import report as quickstart_report
 from keras_bert_app.demo import settings as quickstart_settings
 from keras_bert_app.demo import quickstart as quickstart_module
@@ -217,7 +219,8 @@ def test_readme_command_runs_the_stage_function_with_its_defaults(tmp_path, monk
     (call,) = calls
     assert call.pop("log") is print
     assert call == {name: value for name, value in defaults.items() if name != "log"}
-    assert call["output"] == "quickstart_run" and call["preset"] == "bert_tiny_uncased" and call["steps"] == 3000
+    # steps None: the language's default (test_each_language_pretrains_its_own_default_steps)
+    assert call["output"] == "quickstart_run" and call["preset"] == "bert_tiny_uncased" and call["steps"] is None
     assert "Done. Report: quickstart_run/report.md" in capsys.readouterr().out
 
 
@@ -240,9 +243,24 @@ def test_command_passes_the_corpus_and_advanced_options(tmp_path, monkeypatch):
     }
 
 
+def test_each_language_pretrains_its_own_default_steps(monkeypatch, tmp_path, capsys):
+    seen = []
+
+    def stop_before_any_work(output, settings):
+        seen.append(settings["steps"])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "prepare_output", stop_before_any_work)
+    for language in ("en", "zh"):
+        assert cli.main(["quickstart", "--language", language, "--output", str(tmp_path / language)]) == 130
+    assert cli.main(["quickstart", "--language", "zh", "--steps", "7", "--output", str(tmp_path / "seven")]) == 130
+    assert seen == [quickstart_settings.DEFAULT_STEPS, chinese_settings.DEFAULT_STEPS, 7] == [3000, 10000, 7]
+
+
 def test_help_lists_the_defaults(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["quickstart", "--help"])
     assert exit_info.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert f"(default {quickstart_settings.DEFAULT_STEPS})" in text and "--labeled-articles" in text
+    assert f"(default {quickstart_settings.DEFAULT_STEPS}; zh {chinese_settings.DEFAULT_STEPS})" in text
+    assert "--labeled-articles" in text

@@ -2,7 +2,7 @@
 
     keras-bert-app quickstart                       # BBC News, about 13 minutes on 2 CPU cores
     keras-bert-app quickstart --corpus my_text.txt  # your prose: pretraining only
-    keras-bert-app quickstart --language zh         # Chinese reviews, whole-word masking with jieba, about 15 minutes
+    keras-bert-app quickstart --language zh         # Chinese reviews, whole-word masking with jieba, about 10 minutes
 
 Calls `kba.quickstart` (keras_bert_app/demo/quickstart.py says what each
 stage writes); run the same command again after an interruption and it
@@ -16,7 +16,7 @@ def add_arguments(parser):
 
     parser.add_argument("--output", default=d.DEFAULT_OUTPUT, help=f"folder of the whole run (default: {d.DEFAULT_OUTPUT})")
     parser.add_argument("--preset", default=d.DEFAULT_PRESET, help=f"model config to pretrain from scratch (default {d.DEFAULT_PRESET})")
-    parser.add_argument("--steps", type=int, default=d.DEFAULT_STEPS, help=f"pretraining steps (default {d.DEFAULT_STEPS})")
+    parser.add_argument("--steps", type=int, default=None, help=f"pretraining steps (default {d.DEFAULT_STEPS}; zh {zh.DEFAULT_STEPS})")
     parser.add_argument(
         "--corpus", nargs="+", metavar="FILE",
         help="pretrain on your own text files instead of BBC News (no labels: the classification stages are skipped)",

@@ -1,6 +1,6 @@
 """`kba.quickstart(language="zh")`: the whole paper at small scale, on Chinese reviews.
 
-    kba.quickstart(language="zh")                        # about 15 minutes on 2 CPU cores
+    kba.quickstart(language="zh")                        # about 10 minutes on 2 CPU cores
     kba.quickstart(language="zh", masking="token")       # character masking instead of whole words
 
 The English quickstart's stages (`pipeline`) on Chinese text, writing into
@@ -40,7 +40,7 @@ from keras_bert_app.demo.stages import Stages
 def quickstart_chinese(
     output: os.PathLike,
     preset: str | os.PathLike = defaults.DEFAULT_PRESET,
-    steps: int = defaults.DEFAULT_STEPS,
+    steps: int | None = None,
     seed: int = defaults.DEFAULT_SEED,
     *,
     max_reviews: int | None = None,
@@ -61,7 +61,7 @@ def quickstart_chinese(
     """
     output = errors.check_path("output", output)
     settings = _check_arguments(
-        preset=preset, steps=steps, seed=seed, max_reviews=max_reviews,
+        preset=preset, steps=zh.DEFAULT_STEPS if steps is None else steps, seed=seed, max_reviews=max_reviews,
         sequence_length=zh.DEFAULT_SEQUENCE_LENGTH if sequence_length is None else sequence_length,
         batch_size=zh.DEFAULT_PRETRAIN_BATCH_SIZE if batch_size is None else batch_size,
         dupe_factor=zh.DEFAULT_DUPE_FACTOR if dupe_factor is None else dupe_factor,

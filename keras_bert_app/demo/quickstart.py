@@ -49,7 +49,7 @@ PathLike = str | os.PathLike
 def quickstart(
     output: PathLike = defaults.DEFAULT_OUTPUT,
     preset: PathLike = defaults.DEFAULT_PRESET,
-    steps: int = defaults.DEFAULT_STEPS,
+    steps: int | None = None,
     corpus: PathLike | Sequence[PathLike] | None = None,
     seed: int = defaults.DEFAULT_SEED,
     *,
@@ -77,7 +77,8 @@ def quickstart(
         output: str or path. Folder of the whole run (created).
         preset: str or path. Built-in preset name or preset folder whose
             config is pretrained from scratch.
-        steps: int >= 1. Pretraining steps.
+        steps: int >= 1 or None. Pretraining steps (None: the language's
+            default, en 3,000, zh 10,000).
         corpus: None (BBC News), or text files (one path or a list) to
             pretrain on instead; they carry no labels, so the fine-tuning,
             comparison and export stages are skipped.
@@ -131,6 +132,7 @@ def quickstart(
             batch_size=batch_size, dupe_factor=dupe_factor, labeled_reviews=labeled_articles, vocab_size=vocab_size,
             finetune_epochs=finetune_epochs, masking=masking, log=log,
         )
+    steps = defaults.DEFAULT_STEPS if steps is None else steps
     if masking is not None:
         raise errors.ArgumentError("masking", "masking: the English quickstart masks WordPieces; "
                                    "masking is a choice of the Chinese one (language='zh').")
