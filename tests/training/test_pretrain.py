@@ -183,11 +183,7 @@ def test_kill_9_mid_run_then_rerun_ends_like_an_uninterrupted_run(tiny_run_input
 def test_ctrl_c_after_a_checkpoint_then_rerun_ends_like_an_uninterrupted_run(
     tiny_run_inputs, uninterrupted_run, tmp_path, monkeypatch
 ):
-    """The resumed run reads the batches the uninterrupted one read from its step on, on every backend.
-
-    (On JAX and PyTorch `fit` used to build the model from a thrown-away
-    iterator, which moved the seeded shuffle of the one it trained on.)
-    """
+    """The resumed run reads the uninterrupted one's batches from its step on (JAX and PyTorch used not to)."""
     from keras_bert_app.training import checkpointing
 
     save = checkpointing.ResumableCheckpoint.on_epoch_end
