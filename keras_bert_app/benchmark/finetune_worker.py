@@ -7,8 +7,8 @@ its dev accuracy on one `BENCH_RESULT` line. The parent times the whole
 process, from start to exit: imports, loading, tokenizing, training,
 evaluating.
 
-    ours               `kba.finetune("classify", ...)`, as `keras-bert-app finetune classify` (defaults)
-    ours-no-bucketing  the same with `bucketing=False`: every batch padded to the max length
+    ours               `keras-bert-app finetune classify` (defaults), through the console script's body
+    ours-no-bucketing  the same with `--no-bucketing`: every batch padded to the max length
     keras-hub          `BertTextClassifier.from_preset` with its own preprocessor at the max length, `fit`
                        with its compile defaults (Adam at the learning rate), then `predict`
     hf-grouped         transformers `BertForSequenceClassification` + torch: `DataCollatorWithPadding`
@@ -26,15 +26,27 @@ IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "keras-hub", "hf-grouped", "hf-p
 
 
 def run_ours(spec, bucketing):
-    from keras_bert_app.training.finetune import finetune
+    """`keras-bert-app finetune classify` through the console script's own body (`commands.main.run_process`).
 
-    result = finetune(
-        "classify", spec["checkpoint"], spec["output"], epochs=spec["epochs"], batch_size=spec["batch_size"],
-        learning_rate=spec["learning_rate"], sequence_length=spec["sequence_length"], seed=spec["seed"],
-        verbose=0, log=print, bucketing=bucketing, train=spec["train"], dev=spec["dev"],
-        text_column="text", label_column="label",
-    )
-    return {"accuracy": result.metrics["dev"]["accuracy"], "train_seconds": result.metrics["train_seconds"]}
+    The run as a user's shell runs it, collector settings included; the
+    result comes from the run folder's `metrics.json`.
+    """
+    import pathlib
+
+    from keras_bert_app.commands.main import run_process
+
+    argv = [
+        "finetune", "classify", "--preset", str(spec["checkpoint"]), "--output", str(spec["output"]),
+        "--train", str(spec["train"]), "--dev", str(spec["dev"]), "--text-column", "text", "--label-column", "label",
+        "--epochs", str(spec["epochs"]), "--batch-size", str(spec["batch_size"]),
+        "--learning-rate", repr(spec["learning_rate"]), "--sequence-length", str(spec["sequence_length"]),
+        "--seed", str(spec["seed"]),
+    ] + ([] if bucketing else ["--no-bucketing"])
+    code = run_process(argv)
+    if code != 0:
+        raise RuntimeError(f"keras-bert-app {' '.join(argv)} exited with {code}")
+    metrics = json.loads((pathlib.Path(spec["output"]) / "metrics.json").read_text(encoding="utf-8"))
+    return {"accuracy": metrics["dev"]["accuracy"], "train_seconds": metrics["train_seconds"]}
 
 
 def run_keras_hub(spec):
