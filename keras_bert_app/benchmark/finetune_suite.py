@@ -1,7 +1,8 @@
 """`keras-bert-app bench --task finetune`: whole-process fine-tuning time and dev accuracy, ours vs peers.
 
-Each (dataset, implementation) runs once in its own fresh process
-(`finetune_worker`), timed from start to exit: imports, loading the
+Each (dataset, implementation) runs once in its own fresh process (ours:
+`keras-bert-app finetune classify` itself; the peers: `finetune_worker`),
+timed from start to exit: imports, loading the
 checkpoint, tokenizing, training, evaluating the dev set (ours also writes
 its run folder and preset, as the command does). One run each: wall times on
 a shared machine are noisy, so read ratios under ~1.2x as ties.
@@ -15,9 +16,10 @@ import time
 
 from keras_bert_app import errors
 from keras_bert_app.benchmark.finetune_data import DATASETS, write_dataset
-from keras_bert_app.benchmark.finetune_worker import IMPLEMENTATIONS
-from keras_bert_app.benchmark.processes import run_worker_process
+from keras_bert_app.benchmark.finetune_worker import IMPLEMENTATIONS, ours_command_line, ours_result
+from keras_bert_app.benchmark.processes import run_console_process, run_worker_process
 
+OURS = ("ours", "ours-no-bucketing")  # run as the console script, not as a worker
 NOISE_NOTE = "one run each, whole process from start to exit on a shared machine: noisy, read ratios under ~1.2x as ties"
 
 
@@ -105,10 +107,16 @@ def run_finetune_benchmark(
                     "seed": seed,
                 }
                 started = time.perf_counter()
-                result = run_worker_process(
-                    spec, backend, timeout, log, module="keras_bert_app.benchmark.finetune_worker"
-                )
+                if implementation in OURS:
+                    argv = ours_command_line(spec, bucketing=implementation == "ours")
+                    result = run_console_process(argv, spec["model"], backend, timeout, log)
+                else:
+                    result = run_worker_process(
+                        spec, backend, timeout, log, module="keras_bert_app.benchmark.finetune_worker"
+                    )
                 seconds = round(time.perf_counter() - started, 1)
+                if implementation in OURS and "error" not in result:
+                    result = ours_result(spec)
                 rows.append({"dataset": dataset, "implementation": implementation, "seconds": seconds, **result})
                 log(f"  {implementation} on {dataset}: {seconds} s, " + (
                     f"dev accuracy {result['accuracy']:.4f}" if "accuracy" in result else result["error"]))

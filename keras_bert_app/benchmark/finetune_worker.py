@@ -7,7 +7,8 @@ its dev accuracy on one `BENCH_RESULT` line. The parent times the whole
 process, from start to exit: imports, loading, tokenizing, training,
 evaluating.
 
-    ours               `keras-bert-app finetune classify` (defaults), through the console script's body
+    ours               `keras-bert-app finetune classify` (defaults): not a worker, the console script's
+                       own process (`processes.run_console_process`, `ours_command_line`)
     ours-no-bucketing  the same with `--no-bucketing`: every batch padded to the max length
     keras-hub          `BertTextClassifier.from_preset` with its own preprocessor at the max length, `fit`
                        with its compile defaults (Adam at the learning rate), then `predict`
@@ -25,26 +26,21 @@ from keras_bert_app.benchmark.processes import RESULT_PREFIX
 IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "keras-hub", "hf-grouped", "hf-padded")
 
 
-def run_ours(spec, bucketing):
-    """`keras-bert-app finetune classify` through the console script's own body (`commands.main.run_process`).
-
-    The run as a user's shell runs it, collector settings included; the
-    result comes from the run folder's `metrics.json`.
-    """
-    import pathlib
-
-    from keras_bert_app.commands.main import run_process
-
-    argv = [
+def ours_command_line(spec, bucketing):
+    """The `keras-bert-app` arguments of ours: `finetune classify` with its defaults (`--no-bucketing` for the peer)."""
+    return [
         "finetune", "classify", "--preset", str(spec["checkpoint"]), "--output", str(spec["output"]),
         "--train", str(spec["train"]), "--dev", str(spec["dev"]), "--text-column", "text", "--label-column", "label",
         "--epochs", str(spec["epochs"]), "--batch-size", str(spec["batch_size"]),
         "--learning-rate", repr(spec["learning_rate"]), "--sequence-length", str(spec["sequence_length"]),
         "--seed", str(spec["seed"]),
     ] + ([] if bucketing else ["--no-bucketing"])
-    code = run_process(argv)
-    if code != 0:
-        raise RuntimeError(f"keras-bert-app {' '.join(argv)} exited with {code}")
+
+
+def ours_result(spec):
+    """Dev accuracy and training seconds from the `metrics.json` of ours' run folder."""
+    import pathlib
+
     metrics = json.loads((pathlib.Path(spec["output"]) / "metrics.json").read_text(encoding="utf-8"))
     return {"accuracy": metrics["dev"]["accuracy"], "train_seconds": metrics["train_seconds"]}
 
@@ -142,8 +138,6 @@ def run_hf(spec, grouped):
 
 def run(spec):
     name = spec["implementation"]
-    if name in ("ours", "ours-no-bucketing"):
-        return run_ours(spec, bucketing=name == "ours")
     if name == "keras-hub":
         return run_keras_hub(spec)
     if name in ("hf-grouped", "hf-padded"):

@@ -23,6 +23,10 @@ def subprocess_env(backend):
     )
 
 
+# `python -m` of this module runs `keras-bert-app` itself: the console script's body, `run_process`.
+CONSOLE_MODULE = "keras_bert_app.commands.main"
+
+
 def run_worker_process(spec, backend, timeout, log=print, module="keras_bert_app.benchmark.worker"):
     """Run one implementation in a fresh process; its result dict, or {"error": ...}.
 
@@ -31,7 +35,25 @@ def run_worker_process(spec, backend, timeout, log=print, module="keras_bert_app
     error message.
     """
     log(f"\n== {spec['model']} on {backend}")
-    command = [sys.executable, "-m", module, json.dumps(spec)]
+    outcome = _run([sys.executable, "-m", module, json.dumps(spec)], backend, timeout, log)
+    if "error" not in outcome and outcome["result"] is None:
+        return {"error": f"exit status 0 without a result line: {outcome['stderr_tail']}"}
+    return outcome if "error" in outcome else outcome["result"]
+
+
+def run_console_process(argv, title, backend, timeout, log=print):
+    """Run `keras-bert-app ARGV` in a fresh process, as a shell runs it; {} or {"error": ...}.
+
+    The process is the console script's own (`python -m keras_bert_app.commands.main`);
+    what it measured is read from the files it writes.
+    """
+    log(f"\n== {title} on {backend}")
+    outcome = _run([sys.executable, "-m", CONSOLE_MODULE, *argv], backend, timeout, log)
+    return {"error": outcome["error"]} if "error" in outcome else {}
+
+
+def _run(command, backend, timeout, log):
+    """Run `command`, its stdout lines to `log`; {"result": the result line's dict or None} or {"error": ...}."""
     result = None
     with tempfile.TemporaryFile("w+") as stderr:
         process = subprocess.Popen(
@@ -53,9 +75,9 @@ def run_worker_process(spec, backend, timeout, log=print, module="keras_bert_app
                 process.kill()
         stderr.seek(0)
         errors = stderr.read()
+    tail = " | ".join(errors.strip().splitlines()[-3:])
     if timed_out:
         return {"error": f"killed after {timeout} s (--timeout)"}
-    if process.returncode != 0 or result is None:
-        tail = " | ".join(errors.strip().splitlines()[-3:])
+    if process.returncode != 0:
         return {"error": f"exit status {process.returncode}: {tail}"}
-    return result
+    return {"result": result, "stderr_tail": tail}
