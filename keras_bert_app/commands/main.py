@@ -31,8 +31,9 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 # Collector thresholds of a `keras-bert-app` process (Python's default: 700, 10, 10). Importing
 # TensorFlow creates about a million objects, and the default youngest-generation threshold runs the
-# collector over them again and again while it does (0.5-0.8 s of the import on 2 cores). Garbage
-# cycles wait for 50,000 new objects instead of 700: a few MiB at most.
+# collector over them again and again while it does (0.5-0.8 s of the import on 2 cores). The youngest
+# generation is collected after 50,000 new objects instead of 700; peak memory did not grow (fine-tuning
+# MiniLM-L6: 1.97 GB either way; 600 pretraining steps: 1.52 GB before, 1.50 GB after).
 PROCESS_GC_THRESHOLDS = (50_000, 20, 20)
 
 
