@@ -6,9 +6,9 @@ re-exports its entry point.
 
 import sys
 
-from keras_bert_app.commands.main import build_parser, main
+from keras_bert_app.commands.main import build_parser, main, run_process
 
 __all__ = ["build_parser", "main"]
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_process())  # a process of its own, as the console script
