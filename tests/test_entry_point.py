@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from keras_bert_app.commands import main as entry
 
 PROBE = """
@@ -54,3 +56,14 @@ def test_run_process_freezes_even_when_the_command_fails_unexpectedly(tmp_path):
     result = subprocess.run([sys.executable, "-c", failing], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["code"] == -1 and report["frozen"] > 0
+
+
+@pytest.mark.parametrize("module", ["keras_bert_app.cli", "keras_bert_app.commands.main"])
+def test_python_dash_m_runs_the_command_as_the_console_script_does(module, tmp_path):
+    # `bench --task finetune` times ours as `python -m keras_bert_app.commands.main`.
+    result = subprocess.run(
+        [sys.executable, "-m", module, "summary", "--preset", str(tmp_path / "missing")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == entry.EXIT_BAD_INPUT
+    assert "keras-bert-app summary: error:" in result.stderr and "Traceback" not in result.stderr
