@@ -99,7 +99,11 @@ def test_multi_worker_mirrored_two_local_workers_matches_single_device(single_tf
 @pytest.mark.parametrize("mode", ["data_parallel", "model_parallel"])
 def test_jax_distribution_over_two_host_devices_matches_single_device(mode, tmp_path):
     pytest.importorskip("jax")
-    flags = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    # Two host "devices" are two threads that meet at every all-reduce; XLA aborts the process when one
+    # waits 40 s for the other, which a starved 2-core machine (the three backends' large suites at once)
+    # once made happen. Ten minutes: a real hang still fails, a slow machine no longer does.
+    flags = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2 --xla_cpu_collective_timeout_seconds=600 "
+                          "--xla_cpu_collective_call_terminate_timeout_seconds=600"}
     reference = _run_workers("single", "jax", tmp_path, extra_env=flags)
     result = _run_workers(mode, "jax", tmp_path, extra_env=flags)
     if mode == "data_parallel":
