@@ -11,9 +11,8 @@ from keras_bert_app.commands import main as entry
 PROBE = """
 import gc, json, sys
 from keras_bert_app.commands import main as entry
-before = gc.get_threshold()
 code = entry.run_process(sys.argv[1:])
-print(json.dumps({"code": code, "before": before, "after": gc.get_threshold(), "frozen": gc.get_freeze_count()}))
+print(json.dumps({"code": code, "after": gc.get_threshold(), "frozen": gc.get_freeze_count()}))
 """
 
 

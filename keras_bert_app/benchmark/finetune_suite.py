@@ -110,13 +110,12 @@ def run_finetune_benchmark(
                 if implementation in OURS:
                     argv = ours_command_line(spec, bucketing=implementation == "ours")
                     result = run_console_process(argv, spec["model"], backend, timeout, log)
+                    result = result if "error" in result else ours_result(spec)  # a small JSON file
                 else:
                     result = run_worker_process(
                         spec, backend, timeout, log, module="keras_bert_app.benchmark.finetune_worker"
                     )
                 seconds = round(time.perf_counter() - started, 1)
-                if implementation in OURS and "error" not in result:
-                    result = ours_result(spec)
                 rows.append({"dataset": dataset, "implementation": implementation, "seconds": seconds, **result})
                 log(f"  {implementation} on {dataset}: {seconds} s, " + (
                     f"dev accuracy {result['accuracy']:.4f}" if "accuracy" in result else result["error"]))
