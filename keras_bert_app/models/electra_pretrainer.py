@@ -36,6 +36,8 @@ METRIC_NAMES = (
     "discriminator_recall",
     "replaced_token_rate",
 )
+# The official code's `disc_auc`: ROC AUC of the replaced-token probabilities over real tokens, 200 thresholds.
+AUC_NAME = "discriminator_auc"
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -82,8 +84,11 @@ class ElectraPretrainer(BertTask):
     Metrics: `generator_mlm_loss`, `generator_mlm_accuracy` (real
     predictions), `discriminator_loss`, `discriminator_accuracy` (real
     tokens), `discriminator_precision` and `discriminator_recall` (of the
-    "replaced" class; recall is the accuracy on replaced tokens), and
-    `replaced_token_rate` (share of real tokens the generator replaced).
+    "replaced" class; recall is the accuracy on replaced tokens),
+    `discriminator_auc` (ROC AUC of its probabilities over real tokens, as
+    the official code's `disc_auc`: how well it ranks replaced tokens above
+    original ones, whatever the threshold) and `replaced_token_rate` (share
+    of real tokens the generator replaced).
 
     Example:
     ```python
@@ -164,6 +169,7 @@ class ElectraPretrainer(BertTask):
         self.temperature = float(temperature)
         self.seed = seed
         self.trackers = {name: keras.metrics.Mean(name=name) for name in METRIC_NAMES}
+        self.trackers[AUC_NAME] = keras.metrics.AUC(num_thresholds=200, name=AUC_NAME)
 
     @property
     def discriminator(self):
@@ -195,6 +201,7 @@ class ElectraPretrainer(BertTask):
         self.trackers["discriminator_precision"].update_state(replaced, sample_weight=guessed * real)
         self.trackers["discriminator_recall"].update_state(guessed, sample_weight=replaced * real)
         self.trackers["replaced_token_rate"].update_state(replaced, sample_weight=real)
+        self.trackers[AUC_NAME].update_state(replaced, ops.sigmoid(y_pred["rtd"]), sample_weight=real)
         return self.get_metrics_result()
 
     def _loss_parts(self, x, y, y_pred, sample_weight):

@@ -11,7 +11,7 @@ from keras import ops
 import keras_bert_app as kba
 from keras_bert_app import errors
 from keras_bert_app.layers.replaced_token_sampler import ReplacedTokenSampler, scatter_positions
-from keras_bert_app.models.electra_pretrainer import METRIC_NAMES, ElectraPretrainer, generator_config
+from keras_bert_app.models.electra_pretrainer import AUC_NAME, METRIC_NAMES, ElectraPretrainer, generator_config
 
 pytestmark = pytest.mark.all_backends
 
@@ -188,7 +188,7 @@ def test_fit_logs_both_models_figures():
     x, y, weights, _ = make_batch()
     dataset = tf.data.Dataset.from_tensors((x, {**y, "nsp": np.zeros(6, "int32")}, weights)).repeat(2)
     history = pretrainer.fit(dataset, epochs=2, verbose=0)
-    for name in ("loss", *METRIC_NAMES):
+    for name in ("loss", *METRIC_NAMES, AUC_NAME):
         assert name in history.history, name
         assert np.isfinite(history.history[name]).all()
     assert 0 <= history.history["discriminator_precision"][-1] <= 1
@@ -297,6 +297,29 @@ def test_discriminator_metrics_threshold_the_logit_at_zero():
     np.testing.assert_allclose(got["discriminator_precision"], (truth & flagged).sum() / flagged.sum(), rtol=1e-6)
     np.testing.assert_allclose(got["discriminator_accuracy"], (truth == flagged).mean(), rtol=1e-6)
     np.testing.assert_allclose(got["replaced_token_rate"], truth.mean(), rtol=1e-6)
+
+
+def test_discriminator_auc_is_the_roc_auc_over_real_tokens():
+    """`discriminator_auc` (the official code's `disc_auc`) against scikit-learn's ROC AUC, padding left out."""
+    from sklearn.metrics import roc_auc_score
+
+    pretrainer = _pretrainer(temperature=100.0)  # a near-uniform generator: about as many replaced as kept
+    x, y, weights, _ = make_batch(batch=12, seq=16, predictions=6, seed=3)
+    y_pred = dict(pretrainer(x))
+    replaced = numpy(pretrainer._replaced_labels(
+        x, ops.convert_to_tensor(y["mlm"]), ops.convert_to_tensor(weights["mlm"]), y_pred["sampled_ids"]))
+    real = x["padding_mask"] > 0
+    assert not real.all()
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=replaced.shape) + 1.5 * replaced  # informative, not perfect
+    logits[~real] = 5.0 * (1 - replaced[~real])  # padding scored wrong on purpose: it must not count
+    y_pred["rtd"] = ops.convert_to_tensor(logits.astype("float32"))
+    for tracker in pretrainer.trackers.values():
+        tracker.reset_state()
+    got = float(pretrainer.compute_metrics(x, y, y_pred, weights)["discriminator_auc"])
+    expected = roc_auc_score(replaced[real], logits[real])
+    assert 0.6 < expected < 0.95
+    assert got == pytest.approx(expected, abs=0.01)  # 200 thresholds, as the official code
 
 
 @pytest.mark.large  # a fit: ~15 s idle, minutes on the busy 2-core CI machine

@@ -21,7 +21,7 @@ from tests.training.test_pretrain import (
 
 ELECTRA_COLUMNS = (
     "loss", "generator_mlm_loss", "generator_mlm_accuracy", "discriminator_loss", "discriminator_accuracy",
-    "discriminator_precision", "discriminator_recall", "replaced_token_rate",
+    "discriminator_precision", "discriminator_recall", "discriminator_auc", "replaced_token_rate",
 )
 SHARED = pathlib.Path("/work/shared/data")
 
