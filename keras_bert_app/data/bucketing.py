@@ -208,6 +208,38 @@ def _without_autotuning(dataset):
     return dataset.with_options(options)
 
 
+def trace_predict_for_any_length(model, batch_spec, on_batch=False):
+    """On TensorFlow, trace `model.predict`'s step once, for batches of any shape `batch_spec` allows.
+
+    Keras (TensorFlow backend) hands `predict`'s step each batch as a tensor
+    and traces it for the first batch's shape, then again, relaxed, at the
+    first other shape: two traces of the whole model when batches come in
+    several lengths. Traced first for the dataset's own spec (batch and
+    length axes unknown), every batch dispatches to that one trace. Nothing
+    to do on JAX (XLA compiles per shape anyway) or PyTorch (eager), when
+    Keras runs several steps per call, eagerly, or under a distribution
+    strategy.
+
+    Args:
+        model: a Keras model, built.
+        batch_spec: the `element_spec` of the batched inputs `predict` will read.
+        on_batch: bool. For `predict_on_batch` calls (which wrap the batch
+            in a tuple) rather than `predict` on a dataset.
+    """
+    import keras
+    import tensorflow as tf
+
+    if not isinstance(model, keras.Model) or keras.config.backend() != "tensorflow":
+        return
+    if model.run_eagerly or model.steps_per_execution != 1:
+        return
+    if tf.distribute.has_strategy() or getattr(model, "_distribute_strategy", None) is not None:
+        return
+    model.make_predict_function()
+    # The step takes a list of one batch: `[x]` from `predict`, `[(x,)]` from `predict_on_batch`.
+    model.predict_function.get_concrete_function([(batch_spec,)] if on_batch else [batch_spec])
+
+
 def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing=True, per_position=False):
     """`model.predict` on single examples, with length-grouped batches, in the input's order.
 
@@ -234,12 +266,15 @@ def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, b
     indexed = tf.data.Dataset.zip((inputs, tf.data.Dataset.range(num_examples)))
     batches = grouped_batches(indexed, num_examples, batch_size, sequence_length)
     if not per_position:
-        # One `predict` over all batches: one trace for every length (the
-        # dataset's length axis is unknown), where `predict_on_batch` traces
+        # One `predict` over all batches, traced once for every length (see
+        # `trace_predict_for_any_length`), where `predict_on_batch` traces
         # anew for the first few lengths it sees.
-        outputs = model.predict(batches.map(lambda batch_inputs, index: batch_inputs), verbose=0)
+        inputs_only = batches.map(lambda batch_inputs, index: batch_inputs)
+        trace_predict_for_any_length(model, inputs_only.element_spec)
+        outputs = model.predict(inputs_only, verbose=0)
         order = np.concatenate(list(batches.map(lambda batch_inputs, index: index).as_numpy_iterator()))
         return tf.nest.map_structure(lambda value: _in_order(np.asarray(value, "float32"), order), outputs)
+    trace_predict_for_any_length(model, batches.element_spec[0], on_batch=True)
     results = None
     for batch_inputs, index in batches.as_numpy_iterator():
         outputs = model.predict_on_batch(batch_inputs)

@@ -134,6 +134,33 @@ def test_predictions_come_back_in_input_order(per_position):
     assert sum(model.widths) < 9 * SEQUENCE_LENGTH * 0.8  # sorted by length: short batches
 
 
+@pytest.mark.parametrize("per_position", [False, True])
+def test_keras_predict_is_traced_once_for_every_bucket_length(per_position):
+    """A real Keras model on TensorFlow: one trace of `predict`'s step for all lengths, the same outputs."""
+    import keras
+
+    token_ids = keras.Input((None,), dtype="int32", name="token_ids")
+    padding_mask = keras.Input((None,), dtype="int32", name="padding_mask")
+    embedded = keras.layers.Embedding(71, 4)(token_ids)  # ids 0-70
+    mask = keras.ops.expand_dims(keras.ops.cast(padding_mask, "float32"), -1)
+    if per_position:
+        outputs = {"start_logits": keras.ops.squeeze(keras.layers.Dense(1)(embedded), -1)}
+    else:
+        outputs = keras.layers.Dense(3)(keras.ops.sum(embedded * mask, axis=1) / keras.ops.sum(mask, axis=1))
+    model = keras.Model({"token_ids": token_ids, "padding_mask": padding_mask}, outputs)
+    dataset, _ = _examples(70, seed=5)
+    inputs = dataset.map(lambda inputs, *rest: {name: inputs[name] for name in ("token_ids", "padding_mask")})
+    got = bucketing.predict_in_order(model, inputs, 70, 8, SEQUENCE_LENGTH, per_position=per_position)
+    whole = next(iter(inputs.batch(70)))
+    assert len({int(n) for n in whole["padding_mask"].numpy().sum(1)}) > 3  # several bucket lengths
+    expected = model(whole)
+    if per_position:
+        got, expected = got["start_logits"], np.where(whole["padding_mask"].numpy() > 0, expected["start_logits"], 0.0)
+        got = np.where(whole["padding_mask"].numpy() > 0, got, 0.0)
+    np.testing.assert_allclose(got, np.asarray(expected), atol=1e-6)
+    assert model.predict_function.experimental_get_tracing_count() == 1  # Keras alone: 2
+
+
 def test_training_batches_keep_the_random_composition_of_fixed_padding():
     # Fine-tuning's training batches (tasks.base: group_by_length=False): the batches of fixed padding's order,
     # each cut to its own longest example (length-grouped batches can hold one class each).
