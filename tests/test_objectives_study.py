@@ -201,3 +201,18 @@ def test_tiny_study_end_to_end(quickstart_run, tmp_path):
     assert "generator_mlm_accuracy" in results["pretrain_electra"]["final"]
     assert results["pretrain_albert"]["parameters"]["encoder"] < results["pretrain_bert"]["parameters"]["encoder"]
     assert (output / "report.md").read_text().count("\n| ") == 6  # header + 4 arms + random init
+
+
+@pytest.mark.parametrize("bias", [None, "zeros"])
+def test_an_arm_passes_its_output_bias_to_pretrain(monkeypatch, tmp_path, bias):
+    """The study's arms start the masked-LM bias at the unigram frequencies; `electra_vs_bert` can ask for zeros."""
+    from keras_bert_app.training import pretrain as training_pretrain
+
+    seen = {}
+    monkeypatch.setattr(training_pretrain, "pretrain", lambda *args, **kwargs: seen.update(kwargs) or tmp_path)
+    extra = {} if bias is None else {"output_bias_init": bias}
+    objectives_study_runs.pretrain_arm(
+        "electra", "preset", "records/*.tfrecord", tmp_path, 8, objectives_study_runs.Recipe(), log=None, **extra
+    )
+    assert seen["output_bias_init"] == (bias or "unigram")
+    assert seen["objective"] == "electra"

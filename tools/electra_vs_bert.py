@@ -63,6 +63,9 @@ def main(argv=None):
     parser.add_argument("--electra-steps", type=int, default=None,
                         help="ELECTRA steps (default: the equal-wall-time number from the calibration).")
     parser.add_argument("--electra-learning-rate", type=float, default=runs.Recipe().learning_rate)
+    parser.add_argument("--electra-output-bias-init", choices=("unigram", "zeros"), default="unigram",
+                        help="the generator's output bias at the start (default: the quickstart's unigram; "
+                             "zeros: the paper's, with --electra-learning-rate 1e-4 the README's CPU recipe)")
     parser.add_argument("--generator-size", type=float, default=None, help="ELECTRA generator size (default 1/4).")
     parser.add_argument("--calibration-steps", type=int, default=40, help="Steps of each timing run (a multiple of 4).")
     parser.add_argument("--seeds", default="0,1,2", help="Fine-tuning seeds, comma-separated.")
@@ -84,6 +87,7 @@ def main(argv=None):
     pretrain = {name: functools.partial(
         runs.pretrain_arm, objective, model_preset, records, recipe=recipe, generator_size=args.generator_size,
         learning_rate=args.electra_learning_rate if name == "electra" else None,
+        output_bias_init=args.electra_output_bias_init if name == "electra" else "unigram",
     ) for name, objective in OBJECTIVES.items()}
 
     if "calibration" not in results:
@@ -112,6 +116,7 @@ def main(argv=None):
                 "objective": OBJECTIVES[name], "preset": str(model_preset), "records": records, "run_dir": str(run_dir),
                 "steps": steps, "recipe": dataclasses.asdict(recipe), "generator_size": args.generator_size,
                 "learning_rate": args.electra_learning_rate if name == "electra" else None,
+                "output_bias_init": args.electra_output_bias_init if name == "electra" else "unigram",
             })["seconds"]
         results[key] = {"steps": steps, "seconds": seconds, "final": runs.last_metrics(run_dir)}
         save()

@@ -63,16 +63,20 @@ def metric_rows_every(steps: int, points: int = 20) -> int:
 def pretrain_arm(
     objective: str, preset: str | os.PathLike, records: str, run_dir: str | os.PathLike, steps: int, recipe: Recipe,
     *, checkpoint_every: int | None = None, learning_rate: float | None = None,
-    generator_size: float | None = None, log: Log | None = print,
+    generator_size: float | None = None, output_bias_init: str = "unigram", log: Log | None = print,
 ) -> pathlib.Path:
-    """One quickstart-recipe `pretrain` run of `objective` from `preset` on `records` (a glob); returns the run folder."""
+    """One quickstart-recipe `pretrain` run of `objective` from `preset` on `records` (a glob); returns the run folder.
+
+    `output_bias_init` is the masked-LM (for ELECTRA: the generator's) output
+    bias at the start: the quickstart's "unigram", or the papers' "zeros".
+    """
     from keras_bert_app.training.pretrain import pretrain
 
     extra = {"generator_size": generator_size} if objective == "electra" and generator_size else {}
     return pretrain(
         preset, run_dir, steps, data=records, batch_size=recipe.batch_size,
         learning_rate=learning_rate or recipe.learning_rate, warmup_steps=max(1, steps // 10),
-        checkpoint_every=checkpoint_every or metric_rows_every(steps), output_bias_init="unigram",
+        checkpoint_every=checkpoint_every or metric_rows_every(steps), output_bias_init=output_bias_init,
         dropout=recipe.dropout, seed=recipe.seed, verbose=0, log=log, objective=objective, **extra,
     )
 
