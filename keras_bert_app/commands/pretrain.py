@@ -36,7 +36,8 @@ def add_arguments(parser):
         help="electra: generator width, heads and feed-forward as a fraction of the encoder's (default 0.25)",
     )
     parser.add_argument("--rtd-weight", type=float, default=None, help="electra: weight of the replaced-token loss (default 50)")
-    parser.add_argument("--learning-rate", type=float, default=None, help="peak rate (default 1e-4; electra 5e-4)")
+    parser.add_argument("--learning-rate", type=float, default=None, help="peak rate (default 1e-4; electra 5e-4 at a global batch of 128 or more, "
+                        "scaled linearly below it: 1.25e-4 at 32)")
     parser.add_argument("--warmup-steps", type=int, default=None, help="default: 1%% of --steps, at most 10,000")
     parser.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
     parser.add_argument("--weight-decay", type=float, default=0.01)

@@ -147,7 +147,9 @@ def pretrain(
             dynamic masking with the preset's tokenizer.
         batch_size: int. Global batch size (all replicas).
         learning_rate: float or None. Peak learning rate (default: the
-            objective's, 1e-4 for mlm_nsp, 5e-4 for electra).
+            objective's, 1e-4 for mlm_nsp; electra 5e-4 at a batch of 128
+            or more, scaled linearly below: 1.25e-4 at 32, see
+            `objectives.Objective.default_rate_at`).
         warmup_steps: int or None. Linear warmup steps; None: 1% of `steps`,
             at most 10,000.
         optimizer: "adamw" or "lamb".
@@ -256,7 +258,8 @@ def _run(settings, resolved, distribution):
         return run_dir
     distribution.per_replica_batch_size(settings.batch_size)
     settings.say(
-        f"Distribution: {distribution.name}, {distribution.num_replicas} replica(s), global batch {settings.batch_size}."
+        f"Distribution: {distribution.name}, {distribution.num_replicas} replica(s), global batch {settings.batch_size}; "
+        f"peak learning rate {settings.learning_rate:g}."
     )
     with distribution.scope():
         pretrainer = _build_pretrainer(settings, resolved, resuming)
@@ -286,8 +289,9 @@ def _checked_settings(
     errors.check_int("batch_size", batch_size, minimum=1)
     phase2 = phases.phase2_arguments(phase2_data, phase2_steps, phase2_batch_size, phase2_max_seq_length, steps, batch_size)
     errors.check_choice("objective", objective, tuple(OBJECTIVES))
+    errors.check_int("accumulation_steps", accumulation_steps, minimum=1)
     if learning_rate is None:
-        learning_rate = OBJECTIVES[objective].default_learning_rate
+        learning_rate = OBJECTIVES[objective].default_rate_at(batch_size * accumulation_steps)
     errors.check_number("learning_rate", learning_rate, minimum=0, minimum_inclusive=False)
     if generator_size is not None:
         errors.check_number("generator_size", generator_size, minimum=0, minimum_inclusive=False)
@@ -300,7 +304,6 @@ def _checked_settings(
         raise errors.ArgumentError("warmup_steps", f"warmup_steps must be in [0, steps={steps}]; got {warmup_steps}.")
     errors.check_choice("optimizer", optimizer, OPTIMIZERS)
     errors.check_number("weight_decay", weight_decay, minimum=0)
-    errors.check_int("accumulation_steps", accumulation_steps, minimum=1)
     errors.check_choice("strategy", strategy, STRATEGY_NAMES)
     if tpu is not None:
         errors.check_type("tpu", tpu, str)
