@@ -101,6 +101,9 @@ def test_tiny_quickstart_end_to_end(tmp_path):
             accuracy = probe[f"{name}_{pooling}"]
             assert 0.0 <= accuracy <= 1.0
             assert f"| dev accuracy, frozen {label} features + logistic regression, {name} encoder | {accuracy:.4f} |" in report
+    # The baseline: the same classifier on token counts, no encoder.
+    assert 0.0 <= probe["token_counts"] <= 1.0
+    assert f"| dev accuracy, token counts + logistic regression, no encoder (baseline) | {probe['token_counts']:.4f} |" in report
     # The model is the preset's config with the vocabulary learned from the corpus.
     vocabulary = (output / "data" / "vocab.txt").read_text().splitlines()
     config = json.loads((output / "model_preset" / "config.json").read_text())

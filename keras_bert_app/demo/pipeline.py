@@ -167,9 +167,13 @@ def finetune_stage(output, settings, preset, run_dir, log, learning_rate=default
 
 
 def probe_stage(output, settings, log):
-    """Dev accuracy of a logistic regression on each encoder's frozen features (no seed or schedule of its own)."""
+    """Dev accuracy of a logistic regression on each encoder's frozen features (no seed or schedule of its own).
+
+    And of the same classifier on token counts, no encoder (`"token_counts"`):
+    the baseline that tells what either encoder adds to which tokens occur.
+    """
     from keras_bert_app.data.text_classification import read_text_classification
-    from keras_bert_app.evaluation.linear_probe import encoder_features, probe_accuracy
+    from keras_bert_app.evaluation.linear_probe import encoder_features, probe_accuracy, token_count_features
     from keras_bert_app.models.bert_encoder import BertEncoder
     from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 
@@ -190,6 +194,9 @@ def probe_stage(output, settings, log):
                 train[pooling], train_examples.labels, dev[pooling], dev_examples.labels
             )
             log(f"  {name:<10} encoder, {pooling:<4} features: dev accuracy {result[f'{name}_{pooling}']:.4f}")
+    train, dev = token_count_features(preprocessor, train_examples.texts, dev_examples.texts)
+    result["token_counts"] = probe_accuracy(train, train_examples.labels, dev, dev_examples.labels)
+    log(f"  no encoder, token counts:    dev accuracy {result['token_counts']:.4f}")
     return result
 
 

@@ -11,6 +11,8 @@ from keras_bert_app.demo.settings import REPORT_FILE
 from keras_bert_app.demo.settings import STAGES_DIR
 from keras_bert_app.demo.stages import write_atomically
 
+TOKEN_COUNTS_ROW = "dev accuracy, token counts + logistic regression, no encoder (baseline)"
+
 NOISE_ARTICLES = 5  # dev-accuracy gaps of this many articles or fewer are read as noise
 
 
@@ -135,7 +137,8 @@ def write_report(output, settings, data, results, labeled, load_start):
             "5. Feature-based (paper section 5.3): a logistic regression (C=1, standardised features) on each "
             "encoder's frozen last-layer features of the same labeled articles, the `[CLS]` vector and the mean "
             "over the tokens (`[CLS]` and `[SEP]` included), evaluated on the same dev articles "
-            "(`keras_bert_app.evaluation.linear_probe`: the classifier adds no seed or schedule of its own).",
+            "(`keras_bert_app.evaluation.linear_probe`: the classifier adds no seed or schedule of its own); "
+            "and, as the baseline, the same classifier on the counts of each token in each article, no encoder.",
             f"6. `export`: the pretrained-then-fine-tuned classifier in `{results['export']['export']}`, reloaded with "
             "`tf.saved_model.load`.",
         ]
@@ -173,6 +176,8 @@ def write_report(output, settings, data, results, labeled, load_start):
                 f"| dev accuracy, frozen {label} features + logistic regression, pretrained encoder | {probe[f'pretrained_{pooling}']:.4f} |",
                 f"| dev accuracy, frozen {label} features + logistic regression, random encoder | {probe[f'random_{pooling}']:.4f} |",
             ]
+        if "token_counts" in probe:  # absent from runs made before the baseline
+            lines.append(f"| {TOKEN_COUNTS_ROW} | {probe['token_counts']:.4f} |")
         probe_gains = {pooling: probe[f"pretrained_{pooling}"] - probe[f"random_{pooling}"] for pooling in ("cls", "mean")}
         lines += ["", _reading(pretrained - random, probe_gains, data["dev_articles"], final.get("mlm_accuracy"))]
         lines += [

@@ -5,7 +5,9 @@ trained; each text's features (the last layer's `[CLS]` vector, or the mean
 of the last layer over the real tokens, `[CLS]` and `[SEP]` included) feed a
 linear classifier. Unlike fine-tuning, the classifier adds no random seed
 and no training schedule of its own, so the result reflects the encoder
-(its initialisation, and its pretraining if any).
+(its initialisation, and its pretraining if any). The same classifier on
+token counts (`token_count_features`, no encoder at all) is the baseline
+both encoders are read against.
 
 The classifier is scikit-learn's multinomial `LogisticRegression(C=C)`:
 `C * sum(cross-entropy) + 0.5 * ||W||^2`, the intercept unpenalised (a
@@ -38,6 +40,43 @@ def encoder_features(encoder, preprocessor, texts, batch_size=64):
         features["cls"].append(sequence[:, 0])
         features["mean"].append((sequence * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1.0))
     return {pooling: np.concatenate(parts) for pooling, parts in features.items()}
+
+
+def token_count_features(preprocessor, train_texts, dev_texts, batch_size=256):
+    """Bag-of-tokens baseline: `(train [n, d], dev [m, d])` float64 counts of each token in each text.
+
+    The tokens the encoders see (the same preprocessor, so truncated alike,
+    `[CLS]` and `[SEP]` included, padding not), one column for each token id
+    the training texts use; tokens that only dev texts use have no column,
+    as a classifier fitted on the training texts has no weight for them. No
+    encoder: `probe_accuracy` on these tells what the labels need beyond
+    which tokens occur.
+
+    Args:
+        preprocessor: a `BertPreprocessor` (tokenizes and packs the texts).
+        train_texts, dev_texts: lists of str.
+        batch_size: int. Texts tokenized at a time.
+    """
+    def token_rows(texts):
+        rows = []
+        for start in range(0, len(texts), batch_size):
+            inputs = preprocessor(list(texts[start:start + batch_size]))
+            token_ids, real = np.asarray(inputs["token_ids"]), np.asarray(inputs["padding_mask"]).astype(bool)
+            rows += [ids[mask] for ids, mask in zip(token_ids, real)]
+        return rows
+
+    train_rows, dev_rows = token_rows(train_texts), token_rows(dev_texts)
+    columns = np.unique(np.concatenate(train_rows)) if train_rows else np.zeros(0, np.int64)
+
+    def counts(rows):
+        features = np.zeros((len(rows), len(columns)))
+        for row, ids in zip(features if len(columns) else [], rows):
+            index = np.searchsorted(columns, ids)
+            known = (index < len(columns)) & (columns[np.minimum(index, len(columns) - 1)] == ids)
+            np.add.at(row, index[known], 1.0)
+        return features
+
+    return counts(train_rows), counts(dev_rows)
 
 
 def fit_logistic_regression(features, labels, num_classes, C=1.0, max_iterations=10_000, tolerance=1e-10):

@@ -112,3 +112,30 @@ def test_encoder_features_pool_the_last_layer_over_real_tokens():
     np.testing.assert_allclose(features["mean"][1], sequence[real].mean(0), atol=1e-5)
     np.testing.assert_allclose(features["cls"][1], sequence[0], atol=1e-5)
     assert linear_probe.encoder_features(encoder, preprocessor, [])["mean"].shape == (0, 8)
+
+
+def test_token_count_features_count_the_tokens_the_encoders_see():
+    from keras_bert_app import BertPreprocessor
+    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "bank", "rates", "rose", "team", "won", "."]
+    preprocessor = BertPreprocessor(BertTokenizer(vocabulary=vocabulary), sequence_length=6)
+    train_texts = ["the bank the bank rates rose", "team won", "The team won ."]
+    dev_texts = ["rates rose .", "", "zebra"]
+    train, dev = linear_probe.token_count_features(preprocessor, train_texts, dev_texts, batch_size=2)
+    # Columns: the ids the training texts use after truncation to 6 tokens ("rates rose" of the first text is
+    # cut off; "rates" and "rose" appear nowhere else), padding never.
+    columns = ["[CLS]", "[SEP]", "the", "bank", "team", "won", "."]
+    def row(counts):
+        return [counts.get(token, 0) for token in columns]
+    np.testing.assert_array_equal(train, [
+        row({"[CLS]": 1, "[SEP]": 1, "the": 2, "bank": 2}),
+        row({"[CLS]": 1, "[SEP]": 1, "team": 1, "won": 1}),
+        row({"[CLS]": 1, "[SEP]": 1, "the": 1, "team": 1, "won": 1, ".": 1}),
+    ])
+    # Dev tokens without a training column are dropped; an empty text and an unknown word keep [CLS] and [SEP].
+    np.testing.assert_array_equal(dev, [row({"[CLS]": 1, "[SEP]": 1, ".": 1}), row({"[CLS]": 1, "[SEP]": 1}),
+                                        row({"[CLS]": 1, "[SEP]": 1})])
+    # Features a logistic regression can read: topics told apart by their tokens.
+    names = ["finance", "sport", "sport"]
+    assert linear_probe.probe_accuracy(train, names, train, names) == 1.0
