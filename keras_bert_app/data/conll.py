@@ -12,6 +12,7 @@ import pathlib
 
 import numpy as np
 
+from keras_bert_app.data.text_file import open_text
 from keras_bert_app.evaluation.entity_f1 import parse_tag
 
 IGNORE_LABEL = -100
@@ -63,7 +64,7 @@ def read_conll(path, labeled=True):
         sentence_words.clear()
         sentence_tags.clear()
 
-    with path.open(encoding="utf-8") as file:
+    with open_text(path) as file:
         for number, line in enumerate(file, 1):
             fields = line.split()
             if not fields:

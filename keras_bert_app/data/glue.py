@@ -66,7 +66,7 @@ def read_glue(path, task_name, labeled=True):
     wanted = [task.text_column, task.text_pair_column, task.label_column if labeled else None]
     wanted = [column for column in wanted if column is not None]
     texts, pairs, labels, lines = [], [], [], []
-    for number, row in read_rows(path, delimiter="\t", header=header):
+    for number, row in read_rows(path, delimiter="\t", header=header, columns=wanted if header else ()):
         if header:
             missing = [column for column in wanted if column not in row]
         else:
@@ -88,4 +88,5 @@ def read_glue(path, task_name, labeled=True):
         task.label_names is None,
         str(path),
         lines,
+        label_column=task.label_column,
     )

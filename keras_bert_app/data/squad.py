@@ -13,6 +13,8 @@ import dataclasses
 import json
 import pathlib
 
+from keras_bert_app.data.text_file import read_text
+
 VERSIONS = ("1.1", "2.0")
 
 
@@ -72,9 +74,10 @@ def read_squad(path, version=None):
     path = pathlib.Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file.")
+    text = read_text(path)  # UTF-8, with or without a byte-order mark
     try:
-        dataset = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        dataset = json.loads(text)
+    except json.JSONDecodeError as error:
         raise ValueError(f"{path}: not a JSON file ({error}).") from None
     return parse_squad(dataset, source=str(path), version=version)
 
@@ -91,9 +94,10 @@ def parse_squad(dataset, source="<data>", version=None):
         for p, paragraph in enumerate(_get(article, "paragraphs", list, source, where)):
             where_p = f"{where}.paragraphs[{p}]"
             context = _get(paragraph, "context", str, source, where_p)
-            if not context.strip():
+            questions = _get(paragraph, "qas", list, source, where_p)
+            if questions and not context.strip():
                 raise ValueError(f"{source}: {where_p}.context is empty; a question needs a paragraph.")
-            for q, qa in enumerate(_get(paragraph, "qas", list, source, where_p)):
+            for q, qa in enumerate(questions):
                 examples.append(_example(qa, context, title, source, f"{where_p}.qas[{q}]", seen))
     detected = _detect_version(dataset, examples)
     if version is not None and str(version) == "1.1" and detected == "2.0":
@@ -136,7 +140,7 @@ def _example(qa, context, title, source, where, seen):
     if not isinstance(is_impossible, bool):
         raise ValueError(f"{source}: {where}.is_impossible must be true or false; got {is_impossible!r}.")
     answers = []
-    for n, answer in enumerate(qa.get("answers", [])):
+    for n, answer in enumerate(_get(qa, "answers", list, source, where) if "answers" in qa else []):
         text = _get(answer, "text", str, source, f"{where}.answers[{n}]")
         start = _get(answer, "answer_start", int, source, f"{where}.answers[{n}]")
         if not 0 <= start <= len(context):

@@ -50,7 +50,8 @@ def read_swag(path, num_choices=4, labeled=True):
     """
     endings = [f"ending{i}" for i in range(num_choices)]
     contexts, choices, labels, lines = [], [], [], []
-    for number, row in read_rows(path, delimiter=","):
+    wanted = ["sent1", "sent2", *endings, *(["label"] if labeled else [])]
+    for number, row in read_rows(path, delimiter=",", columns=wanted):
         missing = [c for c in ("sent1", "sent2", *endings) if c not in row]
         if labeled and "label" not in row:
             missing.append("label")

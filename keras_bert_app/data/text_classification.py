@@ -7,8 +7,12 @@ Also the shared half of the sentence(-pair) readers: `TextExamples`,
 import csv
 import dataclasses
 import json
+import math
 import pathlib
 import sys
+
+from keras_bert_app.data.text_file import open_text
+from keras_bert_app.errors import DataError
 
 
 @dataclasses.dataclass
@@ -36,12 +40,16 @@ class TextExamples:
         return len(self.texts)
 
 
-def read_rows(path, delimiter=None, header=True):
+def read_rows(path, delimiter=None, header=True, columns=()):
     """(line number, row) of a CSV, TSV or JSON-lines file.
 
     Rows are dicts keyed by the header (or by the JSON keys), or lists when
     `header=False`. TSVs are read without quote handling, as the GLUE files
-    need; CSVs with standard quoting.
+    need; CSVs with standard quoting (a row's number is the line it starts
+    on, where a quoted field holds line breaks). Files are UTF-8, with or
+    without a byte-order mark (`text_file.open_text`). Blank rows are
+    skipped. `columns`: the names the caller reads, each of which must not
+    appear twice in the header.
     """
     path = pathlib.Path(path)
     if not path.is_file():
@@ -50,28 +58,27 @@ def read_rows(path, delimiter=None, header=True):
     if kind == "jsonl":
         yield from _read_jsonl(path)
         return
-    with path.open(encoding="utf-8", newline="") as file:
+    with open_text(path, newline="") as file:
         if kind == "tsv":
             lines = ((n, line.rstrip("\r\n").split("\t")) for n, line in enumerate(file, 1))
         else:
-            csv.field_size_limit(sys.maxsize)
-            reader = csv.reader(file)
-            lines = ((reader.line_num, row) for row in reader)
-        columns = None
+            lines = _csv_records(path, file)
+        names = None
         for number, row in lines:
             if not any(field.strip() for field in row):
                 continue
             if not header:
                 yield number, row
-            elif columns is None:
-                columns = row
-            elif len(row) != len(columns):
-                raise ValueError(
-                    f"{path}:{number}: expected {len(columns)} fields (columns "
-                    f"{columns}); got {len(row)}."
+            elif names is None:
+                names = row
+                _check_header(path, number, names, columns)
+            elif len(row) != len(names):
+                raise DataError(
+                    f"{path}:{number}: expected {len(names)} fields (columns "
+                    f"{names}); got {len(row)}{_quote_hint(row)}."
                 )
             else:
-                yield number, dict(zip(columns, row))
+                yield number, dict(zip(names, row))
 
 
 def read_text_classification(
@@ -101,12 +108,9 @@ def read_text_classification(
     """
     wanted = [c for c in (text_column, text_pair_column, label_column) if c is not None]
     texts, pairs, raw_labels, lines = [], [], [], []
-    for number, row in read_rows(path, delimiter):
-        missing = [c for c in wanted if c not in row or row[c] is None]
-        if missing:
-            raise ValueError(
-                f"{path}:{number}: no column {missing[0]!r}; the columns are {sorted(row)}."
-            )
+    for number, row in read_rows(path, delimiter, columns=wanted):
+        for column in wanted:
+            _check_field(path, number, row, column)
         texts.append(str(row[text_column]))
         if text_pair_column is not None:
             pairs.append(str(row[text_pair_column]))
@@ -115,31 +119,45 @@ def read_text_classification(
         lines.append(number)
     return make_examples(
         texts, pairs if text_pair_column else None, raw_labels if label_column else None,
-        label_names, regression, str(path), lines,
+        label_names, regression, str(path), lines, label_column=label_column,
     )
 
 
-def make_examples(texts, text_pairs, raw_labels, label_names, regression, source, lines):
-    """`TextExamples` with labels mapped to ids (or floats), checked line by line."""
+def make_examples(texts, text_pairs, raw_labels, label_names, regression, source, lines, label_column=None):
+    """`TextExamples` with labels mapped to ids (or floats), checked line by line.
+
+    Scores must be finite numbers; class labels must not be empty (an empty
+    cell would otherwise become a class of its own).
+    """
     if raw_labels is None:
         return TextExamples(texts, text_pairs, None, label_names, source, lines)
     if regression:
         labels = []
         for value, line in zip(raw_labels, lines):
             try:
-                labels.append(float(value))
+                score = float(value)
             except (TypeError, ValueError):
-                raise ValueError(f"{source}:{line}: expected a numeric score; got {value!r}.") from None
+                raise DataError(f"{source}:{line}: expected a numeric score; got {value!r}.") from None
+            if not math.isfinite(score):
+                raise DataError(f"{source}:{line}: expected a finite numeric score; got {value!r}.")
+            labels.append(score)
         return TextExamples(texts, text_pairs, labels, None, source, lines)
     raw_labels = [str(value).strip() for value in raw_labels]
     if label_names is None:
+        empty = [line for value, line in zip(raw_labels, lines) if not value]
+        if empty:
+            column = "" if label_column is None else f" (column {label_column!r})"
+            more = f", and on {len(empty) - 1} more rows" if len(empty) > 1 else ""
+            raise DataError(
+                f"{source}:{empty[0]}: the label{column} is empty{more}; expected a class name on every row."
+            )
         label_names = sorted(set(raw_labels))
     label_names = [str(name) for name in label_names]
     index = {name: i for i, name in enumerate(label_names)}
     labels = []
     for value, line in zip(raw_labels, lines):
         if value not in index:
-            raise ValueError(f"{source}:{line}: label {value!r} is not one of {label_names}.")
+            raise DataError(f"{source}:{line}: label {value!r} is not one of {label_names}.")
         labels.append(index[value])
     return TextExamples(texts, text_pairs, labels, label_names, source, lines)
 
@@ -231,14 +249,56 @@ def _file_kind(path, delimiter):
 
 
 def _read_jsonl(path):
-    with path.open(encoding="utf-8") as file:
+    with open_text(path, newline="") as file:
         for number, line in enumerate(file, 1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: malformed JSON ({error.msg}).") from None
+                raise DataError(f"{path}:{number}: malformed JSON ({error.msg}).") from None
             if not isinstance(row, dict):
-                raise ValueError(f"{path}:{number}: expected a JSON object; got {type(row).__name__}.")
+                raise DataError(f"{path}:{number}: expected a JSON object; got {type(row).__name__}.")
             yield number, row
+
+
+def _csv_records(path, file):
+    """(first line, fields) of each CSV record; csv's errors as `DataError` naming the line."""
+    csv.field_size_limit(sys.maxsize)
+    reader = csv.reader(file)
+    first = 1
+    try:
+        for row in reader:
+            yield first, row
+            first = reader.line_num + 1
+    except csv.Error as error:
+        raise DataError(f"{path}:{first}: not a readable CSV record ({error}).") from None
+
+
+def _check_header(path, number, names, columns):
+    for column in columns:
+        count = names.count(column)
+        if count > 1:
+            raise DataError(
+                f"{path}:{number}: column {column!r} appears {count} times in the header {names}; "
+                "expected it once (rename the others)."
+            )
+
+
+def _quote_hint(row):
+    """A hint for a record that swallowed line breaks: a quote opened and never closed."""
+    if any("\n" in field or "\r" in field for field in row):
+        return " (a quoted field runs over several lines: an unclosed quote?)"
+    return ""
+
+
+def _check_field(path, number, row, column):
+    """A row's `column` must be there and hold text (a JSON string or number)."""
+    if column not in row:
+        raise DataError(f"{path}:{number}: no column {column!r}; the columns are {sorted(row)}.")
+    value = row[column]
+    if value is None:
+        raise DataError(f"{path}:{number}: {column!r} is null; expected a string.")
+    if isinstance(value, (list, dict)):
+        kind = "an array" if isinstance(value, list) else "an object"
+        raise DataError(f"{path}:{number}: {column!r} is {kind}; expected a string.")

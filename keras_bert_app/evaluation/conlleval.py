@@ -25,11 +25,12 @@ def evaluate_conlleval(path: Union[str, os.PathLike]) -> dict:
         keras_bert_app.errors.MissingFileError: no such file.
         keras_bert_app.errors.DataError: a line without the two tag columns, or bad tags.
     """
+    from keras_bert_app.data.text_file import open_text
     from keras_bert_app.evaluation.entity_f1 import entity_scores
 
     path = errors.check_file("path", path)
     gold, predicted = [[]], [[]]
-    with path.open(encoding="utf-8") as file:
+    with open_text(path) as file:
         for number, line in enumerate(file, 1):
             fields = line.split()
             if not fields or fields[0] == "-DOCSTART-":

@@ -14,10 +14,10 @@ version comes from the data file unless given). The command line:
 
 import json
 import os
-import pathlib
 from typing import Callable, Optional, Union
 
 from keras_bert_app import errors
+from keras_bert_app.data.text_file import read_text
 
 JsonSource = Union[str, os.PathLike, dict]
 
@@ -89,8 +89,8 @@ def _json_object(argument, value, what):
         return value, f"<{argument}>"
     path = errors.check_file(argument, value)
     try:
-        content = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        content = json.loads(read_text(path))
+    except json.JSONDecodeError as error:
         raise errors.DataError(f"{path}: not a JSON file ({error}).") from None
     if not isinstance(content, dict):
         raise errors.DataError(

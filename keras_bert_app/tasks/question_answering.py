@@ -81,7 +81,14 @@ class QuestionAnswering(Task):
             training=training,
         )
         if training and not len(features):
-            raise errors.DataError(f"{examples.source}: no training window could be made.")
+            why = ""
+            if features.skipped:
+                qas_id, reason = features.skipped[0]
+                why = (
+                    f": all {len(features.skipped)} questions were skipped, their answer not located "
+                    f"(first, {qas_id}: {reason})"
+                )
+            raise errors.DataError(f"{examples.source}: no training window could be made{why}.")
         return Split(name, examples, features, len(features))
 
     def summary(self, split):
@@ -175,7 +182,10 @@ class QuestionAnswering(Task):
 
         articles = split.examples.articles
         if predictions.null_odds is None:
-            return squad_metrics.evaluate_v1(articles, predictions.predictions)
+            try:
+                return squad_metrics.evaluate_v1(articles, predictions.predictions)
+            except ValueError as error:  # a question without a gold answer: name the file
+                raise errors.DataError(f"{split.examples.source}: {error}") from None
         return squad_metrics.evaluate_v2(articles, predictions.predictions, predictions.null_odds, self.threshold)
 
     def statistics(self, split):

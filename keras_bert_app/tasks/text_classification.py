@@ -56,8 +56,6 @@ class TextClassification(Task):
 
         if self.label_names is None:
             self.label_names = examples.label_names
-        if not len(examples):
-            raise errors.DataError(f"{examples.source}: the training set is empty; nothing to fine-tune on.")
         if self.label_names is not None and len(self.label_names) < 2:
             # One class would build a one-output model: a regressor, silently.
             raise errors.DataError(

@@ -18,6 +18,7 @@ import pathlib
 from typing import Callable, Optional, Sequence, Union
 
 from keras_bert_app import errors
+from keras_bert_app.data.text_file import open_text
 from keras_bert_app.tasks.base import check_preset
 
 PAIR_SEPARATOR = " ||| "
@@ -68,7 +69,8 @@ def extract_features(
     errors.check_int("sequence_length", sequence_length, minimum=3)
     errors.check_int("batch_size", batch_size, minimum=1)
     errors.check_type("bucketing", bucketing, bool)
-    all_lines = [line.rstrip("\n") for line in input_path.open(encoding="utf-8")]
+    with open_text(input_path) as file:  # UTF-8, with or without a byte-order mark
+        all_lines = [line.rstrip("\n") for line in file]
     lines = [line for line in all_lines if line.strip()]
     if not lines:
         raise errors.DataError(f"{input_path}: no examples (the file is empty).")

@@ -152,6 +152,9 @@ def finetune(
     task.prepare(preset, sequence_length)
     task.bucketing = bucketing
     train_examples = task.read(train_path)
+    if not len(train_examples):
+        source = getattr(train_examples, "source", train_path)
+        raise errors.DataError(f"{source}: the training set is empty; nothing to fine-tune on.")
     task.learn_labels(train_examples)
     train = task.featurize("train", train_examples, training=True)
     log(task.summary(train))
