@@ -6,7 +6,8 @@ implements it, written as RE2 character classes and ICU ops so that it runs
 inside tf.data and a SavedModel:
 
 1. clean: drop NUL, U+FFFD and the control, format and private-use characters
-   (Unicode Cc, Cf, Co; tab, newline and carriage return are whitespace);
+   (Unicode Cc, Cf, Co; tab, newline and carriage return are whitespace), and
+   make the other whitespace a space;
 2. each CJK ideograph is a word of its own;
 3. `lowercase=True` only: NFD, drop nonspacing marks (Mn), lower-case
    character by character (as HF does: a final capital sigma becomes "σ");
@@ -24,7 +25,10 @@ import tensorflow_text as tf_text
 REMOVED_CHARACTERS = r"[\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F\x{FFFD}\p{Cf}\p{Co}]"
 # Text that normalisation leaves alone but for ASCII lower-casing.
 PRINTABLE_ASCII = r"[\t\n\r\x20-\x7E]*"
-# Whitespace that survives cleaning: Unicode White_Space less the Cc ones.
+# Whitespace that survives cleaning: Unicode White_Space less the Cc ones. Its
+# non-ASCII part becomes a space in cleaning (as in HF's `clean_text`), or
+# FastWordpiece would read a vocabulary token of it (bert_chinese_vocab.txt has "\u2028").
+UNICODE_WHITESPACE = r"[\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
 WHITESPACE = r"[\t\n\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}]"
 # CJK Unified Ideographs blocks, as the original `_is_chinese_char` lists them.
 CJK_IDEOGRAPHS = (
@@ -61,7 +65,7 @@ def valid_utf8(text):
 
 
 def normalize(text, lowercase):
-    """Steps 1 and 3 on tf.string text of any shape (whitespace is kept).
+    """Steps 1 and 3 on tf.string text of any shape (whitespace stays; past ASCII, as a space).
 
     `text` must be valid UTF-8 (see `valid_utf8`). Strings of printable
     ASCII (most of English text) take a short cut: only ASCII lower-casing.
@@ -81,6 +85,7 @@ def normalize(text, lowercase):
 def normalize_unicode(text, lowercase):
     """`normalize` for any valid UTF-8 text, without the ASCII short cut."""
     text = tf.strings.regex_replace(text, REMOVED_CHARACTERS, "")
+    text = tf.strings.regex_replace(text, UNICODE_WHITESPACE, " ")
     if not lowercase:
         return text
     text = tf_text.normalize_utf8(text, "NFD")

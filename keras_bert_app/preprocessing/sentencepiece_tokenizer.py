@@ -41,9 +41,15 @@ class SentencePieceTokenizer(PreprocessingLayer):
     stay text here (HF matches them, as `BertTokenizer`'s
     `special_tokens_in_strings=True` would); marks are the Unicode category
     M (HF's rule; the original drops characters of non-zero combining
-    class, which differ for a few spacing marks of Indic scripts); neither
-    applies the original's re-split of pieces that end in a digit and a
-    comma (HF's `AlbertTokenizer` from `spiece.model` does not either).
+    class, which keeps ~1,500 marks of class 0: most vowel signs of Indic
+    and Thai script, enclosing marks such as the keycap U+20E3); whitespace
+    is Unicode's (HF's; Python's `split` also splits at U+001C..U+001F);
+    lower-casing is Python's `str.lower`, the original's (a word-final
+    "Σ" becomes "ς"; HF's Rust `Lowercase` gives "σ"); a NUL is an unknown
+    character; Hangul follows SentencePiece (HF's `AlbertTokenizer` makes
+    whole Korean words `<unk>`); neither applies the original's re-split
+    of pieces that end in a digit and a comma (HF's `AlbertTokenizer` from
+    `spiece.model` does not either).
 
     Args:
         proto: str or path of a SentencePiece model (`spiece.model`), or its
@@ -145,7 +151,7 @@ class SentencePieceTokenizer(PreprocessingLayer):
         if self.strip_accents:
             text = tf.strings.regex_replace(tf_text.normalize_utf8(text, "NFKD"), r"\p{M}", "")
         if self.lowercase:
-            text = tf.strings.lower(text, encoding="utf-8")
+            text = _lower(text)
         text = tf.strings.regex_replace(text, WHITESPACE, " ")
         return tf.strings.regex_replace(text, "^ | $", "")
 
@@ -182,9 +188,11 @@ class SentencePieceTokenizer(PreprocessingLayer):
         Offsets are UTF-8 byte offsets into each input string (start
         inclusive, end exclusive; invalid UTF-8 is first replaced by U+FFFD),
         so `text.encode()[start:end]` is the original text of a piece, without
-        the space its "\u2581" stands for (as HF's `trim_offsets`); a "\u2581"
-        piece alone spans the character after it (as HF). The normalisation runs character by
-        character here to keep the alignment; the ids equal `tokenize`'s.
+        the space its "\u2581" stands for (as HF's `trim_offsets`) or the
+        characters SentencePiece drops (controls, zero-width characters) at
+        its ends (as HF); a "\u2581" piece alone spans the character after it
+        (as HF). The normalisation runs character by character here to keep
+        the alignment; the ids equal `tokenize`'s.
 
         Returns:
             (ids, starts, ends): the shapes of `tokenize(inputs)`; offsets int64.
@@ -203,42 +211,50 @@ class SentencePieceTokenizer(PreprocessingLayer):
         chars, raw_starts = tf.strings.unicode_split_with_offsets(text, "UTF-8")  # [batch, (chars)]
         raw_ends = raw_starts + tf.cast(tf.strings.length(chars), tf.int64)  # bytes
         normalized = chars.with_flat_values(self._normalize_characters(chars))  # [batch, (chars)] each 0+ chars
+        text_normalized = tf.strings.reduce_join(normalized, axis=1)  # [batch]
+        if self.lowercase:  # the whole text, as `normalize` does it ("ΟΔΟΣ" -> "οδος"); the same lengths
+            text_normalized = _lower(text_normalized)
+            normalized = normalized.with_flat_values(_lower(normalized.flat_values))
         lengths = tf.cast(tf.strings.length(normalized.flat_values), tf.int64)
         char_ends = normalized.with_flat_values(lengths).to_tensor()  # [batch, chars] (padded with 0)
         char_ends = tf.cumsum(char_ends, axis=1)  # each character's end byte in the normalized row
-        text_normalized = tf.strings.reduce_join(normalized, axis=1)  # [batch]
         ids, starts, ends = self._sentencepiece.tokenize_with_offsets(text_normalized)
-        # Leave out the spaces at the start of a piece (its "\u2581").
-        rows = starts.value_rowids()
-        spans = tf.strings.substr(tf.gather(text_normalized, rows), starts.flat_values, ends.flat_values - starts.flat_values)
-        leading = tf.strings.length(spans) - tf.strings.length(tf.strings.regex_replace(spans, "^ +", ""))
-        flat_starts = starts.flat_values + tf.cast(leading, starts.dtype)
-        flat_ends = ends.flat_values
+        starts, ends = tf.cast(starts, tf.int64), tf.cast(ends, tf.int64)
         # Normalized byte -> the raw character that produced it (padding columns end at the row's total, never chosen).
         real = tf.sequence_mask(chars.row_lengths(), tf.shape(char_ends, out_type=tf.int64)[1])
         padded = tf.where(real, char_ends, tf.int64.max)
-        first = tf.searchsorted(padded, starts.with_flat_values(tf.cast(flat_starts, tf.int64)).to_tensor(), side="right",
-                                out_type=tf.int64)
-        last = tf.searchsorted(padded, ends.with_flat_values(tf.cast(flat_ends, tf.int64) - 1).to_tensor(), side="right",
-                               out_type=tf.int64)
-        first = tf.RaggedTensor.from_tensor(first, lengths=ids.row_lengths())
-        last = tf.RaggedTensor.from_tensor(last, lengths=ids.row_lengths())
-        # Character (row, index) -> its raw byte offsets; an index past the row (an empty span at its end) is clamped.
-        rows = tf.cast(rows, tf.int64)
+        first = tf.searchsorted(padded, starts.to_tensor(), side="right", out_type=tf.int64)
+        last = tf.searchsorted(padded, (ends - 1).to_tensor(), side="right", out_type=tf.int64)
+        # Each piece's first and last character as flat indices (past the row, an empty span at its end: clamped).
+        rows = starts.value_rowids()
         base = tf.gather(chars.row_starts(), rows)  # flat index of each row's first character
-        last_index = tf.maximum(tf.gather(chars.row_lengths(), rows) - 1, 0)
-        piece_starts = tf.gather(raw_starts.flat_values, base + tf.minimum(first.flat_values, last_index))
-        # A lone "\u2581" (its span only a space, or none) spans the character after it, as in HF.
-        empty = flat_starts >= flat_ends
-        last_character = tf.where(empty, first.flat_values, last.flat_values)
-        piece_ends = tf.gather(raw_ends.flat_values, base + tf.minimum(last_character, last_index))
+        last_index = base + tf.maximum(tf.gather(chars.row_lengths(), rows) - 1, 0)
+        first = tf.minimum(base + tf.RaggedTensor.from_tensor(first, lengths=ids.row_lengths()).flat_values, last_index)
+        last = tf.minimum(base + tf.RaggedTensor.from_tensor(last, lengths=ids.row_lengths()).flat_values, last_index)
+        # As in HF, a piece's span leaves out the characters at its ends that SentencePiece drops or reads as a
+        # space (whitespace, the space its "\u2581" stands for, controls, format characters): those alone give no
+        # piece. A piece of only such characters (a lone "\u2581") spans the next character that is shown.
+        unique, index = tf.unique(normalized.flat_values)
+        shown = tf.cast(tf.gather(self._sentencepiece.tokenize(unique).row_lengths() > 0, index), tf.int64)  # [chars]
+        shown_index = tf.where(shown > 0)[:, 0]
+        shown_through = tf.cumsum(shown)  # [chars]: how many shown characters up to each
+        next_shown = tf.gather(tf.concat([shown_index, tf.size(shown, tf.int64)[None]], 0), shown_through - shown)
+        previous_shown = tf.gather(tf.concat([[-1], shown_index], 0), shown_through)
+        next_shown, previous_shown = tf.gather(next_shown, first), tf.gather(previous_shown, last)
+        has_next = next_shown <= last_index
+        inside = next_shown <= last
+        first_character = tf.where(has_next, next_shown, first)
+        last_character = tf.where(inside, previous_shown, tf.where(has_next, next_shown, last))
+        piece_starts = tf.gather(raw_starts.flat_values, first_character)
+        piece_ends = tf.gather(raw_ends.flat_values, last_character)
         return ids, starts.with_flat_values(piece_starts), ends.with_flat_values(piece_ends)
 
     def _normalize_characters(self, chars):
-        """ALBERT's normalisation of each character of `chars` (ragged [batch, (chars)]) -> flat [chars].
+        """ALBERT's normalisation but lower-casing of each character of `chars` (ragged [batch, (chars)]) -> flat [chars].
 
         Equal to `normalize` on the joined text up to whitespace, which
-        becomes one space per character here (SentencePiece collapses runs).
+        becomes one space per character here (SentencePiece collapses runs),
+        and case (lower-casing needs the context: a word-final "Σ" is "ς").
         """
         flat = chars.flat_values
         for mark in ("`", "'"):  # "``" then "''" -> '"': pairs from the left of each run, as str.replace
@@ -248,8 +264,6 @@ class SentencePieceTokenizer(PreprocessingLayer):
             flat = tf.where(opens, '"', tf.where(closes, "", flat))
         if self.strip_accents:
             flat = tf.strings.regex_replace(tf_text.normalize_utf8(flat, "NFKD"), r"\p{M}", "")
-        if self.lowercase:
-            flat = tf.strings.lower(flat, encoding="utf-8")
         return tf.strings.regex_replace(flat, WHITESPACE, " ")
 
     def tokenize_as_strings(self, inputs):
@@ -330,6 +344,14 @@ class SentencePieceTokenizer(PreprocessingLayer):
         )
         return folder
 
+
+def _lower(text):
+    """Unicode lower-casing of a tf.string tensor (as Python's `str.lower`), NUL bytes kept (TF's op ends text at one)."""
+    parts = tf.strings.split(tf.reshape(text, [-1]), "\x00")  # [strings, (parts)]
+    parts = tf.strings.join([tf.strings.lower(parts, encoding="utf-8"), "\x00"])  # each part and a NUL
+    joined = tf.strings.reduce_join(parts, axis=-1)  # (a NUL separator attribute would be cut to "")
+    length = tf.strings.length(joined)
+    return tf.reshape(tf.strings.substr(joined, tf.zeros_like(length), length - 1), tf.shape(text))
 
 
 def _runs(is_mark):

@@ -74,6 +74,16 @@ def test_same_ids_as_hf_on_mixed_chinese(shared_data, lowercase):
     assert ours.unk_token_id not in ours("预训练语言模型，它在上取得了的结果！").numpy().tolist()
 
 
+def test_unicode_whitespace_is_never_a_token_though_the_chinese_vocabulary_has_one(shared_data):
+    """bert_chinese_vocab.txt holds "\u2028" and "##\u2028"; like all whitespace it separates words (original, HF)."""
+    path = shared_data / "vocab" / "bert_chinese_vocab.txt"
+    lines = ["a\u2028b", "\u2028", "中\u2028文 x \u2028 y", "a\u2029b\u3000c\u00a0d\u202fe", "Ω\u2028Ä"]
+    for lowercase in (True, False):
+        ours = BertTokenizer(path, lowercase=lowercase)
+        assert_same_as_hf(ours, hf_tokenizer(path, lowercase), lines)
+        assert ours("a\u2028b").numpy().tolist() == ours("a b").numpy().tolist()
+
+
 def test_word_cap_is_the_originals_200_characters_hf_uses_100(shared_data):
     path = shared_data / "vocab" / "bert_uncased_vocab.txt"
     ours = BertTokenizer(path, lowercase=True)

@@ -82,6 +82,34 @@ def test_offsets_equal_transformers_offset_mapping(model_path, tokenizer, enwiki
     assert [x.numpy().tolist() for x in single] == [ids.to_list()[0], starts.to_list()[0], ends.to_list()[0]]
 
 
+def test_offsets_leave_out_the_characters_sentencepiece_drops_as_hf(model_path, tokenizer):
+    """Controls and zero-width characters at a piece's ends are outside its span in HF; they were inside ours."""
+    lines = ["zero\u200bwidth", "zw\u200cnon", "lrm\u200emark\u200f", "bell\x07x", "esc\x1b[31m", "del\x7fx",
+             "a\u200bb", "\ufeffBOM", "x \u200d y", "a\x1cb\x1dc\x1ed"]
+    ids, starts, ends = tokenizer.tokenize_with_offsets(lines)
+    assert ids.to_list() == tokenizer(lines).to_list()
+    expected = _hf_tokenizer(model_path.parent)(lines, add_special_tokens=False, return_offsets_mapping=True)
+    assert ids.to_list() == expected["input_ids"]
+    for line, row_starts, row_ends, mapping in zip(lines, starts.to_list(), ends.to_list(), expected["offset_mapping"]):
+        data = line.encode("utf-8")
+        assert [data[s:e].decode("utf-8") for s, e in zip(row_starts, row_ends)] == [line[s:e] for s, e in mapping], line
+
+
+def test_nul_and_final_sigma_as_sentencepiece_on_albert_normalised_text(tmp_path, enwiki_lines):
+    """A NUL is an unknown character (lower-casing cut the text there); a word-final "Σ" is "ς" in both paths."""
+    spm = pytest.importorskip("sentencepiece")
+    greek = ["Η ΟΔΟΣ και ο ΚΟΣΜΟΣ σας.", "ο κόσμος, η οδός, ΣΑΣ"] * 20
+    path = train_model(tmp_path / "spiece.model", enwiki_lines[:300] + greek, vocabulary_size=400)
+    tokenizer = SentencePieceTokenizer(path)
+    lines = ["a\x00b", "\x00", "The END\x00 of it", "ΟΔΟΣ ΚΟΣΜΟΣ", "ΣΑΣ.", "ΟΔΟΣ\x00Β"]
+    processor = spm.SentencePieceProcessor(model_file=str(path))
+    expected = [processor.encode(preprocess_text(line)) for line in lines]  # Python's str.lower: "ς" at a word's end
+    assert tokenizer(lines).to_list() == expected
+    assert tokenizer.tokenize_with_offsets(lines)[0].to_list() == expected
+    assert processor.piece_to_id("ς") != processor.piece_to_id("σ") != processor.unk_id()
+    assert processor.unk_id() in expected[0] and processor.unk_id() in expected[1]
+
+
 def test_albert_normalisation_quotes_accents_case_whitespace(tokenizer):
     same = tokenizer(['"cafe" naive x y', "``Café''  NAÏVE\u00a0X\t\n y  ", "  ``cafe'' naive x y"]).to_list()
     assert same[0] == same[1] == same[2]
