@@ -93,17 +93,13 @@ def convert_checkpoint(
     if target_format is not None:
         errors.check_type("source", source, (str, pathlib.PurePath), "a preset name or folder (str or path)")
         if generator is not None:
-            raise errors.ArgumentError(
-                "generator", "generator is for reading a checkpoint (source_format), not for writing one."
-            )
+            raise errors.ArgumentError("generator", "generator is for reading a checkpoint (source_format), not writing one.")
         return export_preset(source, output, target_format)
     source = errors.check_path("source", source)
     if not source.exists():
         raise errors.MissingFileError("source", f"source: {source}: no such checkpoint folder or file.")
     if output.exists() and output.resolve() == (source.parent if source.is_file() else source).resolve():
-        raise errors.ArgumentError(
-            "output", f"output {output} is the checkpoint's own folder; write to another folder."
-        )
+        raise errors.ArgumentError("output", f"output {output} is the checkpoint's own folder; write to another folder.")
     folder, _ = import_checkpoint(source, output, source_format, generator)
     return folder
 
@@ -112,8 +108,8 @@ def import_checkpoint(source, output, source_format=None, generator=None):
     """A foreign checkpoint folder (or HF weights file) as our preset folder.
 
     Every weight is read once: a BERT checkpoint into a `BertPretrainer`
-    (whose heads stay unused when the checkpoint has none), an ELECTRA one
-    as `_import_electra` says.
+    (whose heads stay unused when the checkpoint has none; without an NSP
+    head for a masked-LM class), an ELECTRA one as `_import_electra` says.
 
     Returns:
         (output folder, bool: the pretraining heads were converted).
@@ -125,7 +121,7 @@ def import_checkpoint(source, output, source_format=None, generator=None):
     output = pathlib.Path(output).expanduser()
     source_format = detect.format_name(source.parent if source.is_file() else source, source_format)
     config = detect.read_config(source, source_format)
-    vocabulary = _vocabulary(source, config)
+    vocabulary = _vocabulary(source, config, source_format)
     output.mkdir(parents=True, exist_ok=True)
     _clear(output)
     if config.get("architecture") == ELECTRA:
@@ -135,7 +131,8 @@ def import_checkpoint(source, output, source_format=None, generator=None):
             raise errors.ArgumentError(
                 "generator", f"generator is for ELECTRA checkpoints; {source} is a BERT checkpoint."
             )
-        pretrainer = BertPretrainer(BertEncoder(**config["encoder"]))
+        pretrainer = BertPretrainer(BertEncoder(**config["encoder"]),
+                                    next_sentence_prediction=config.get("next_sentence_prediction", True))
         heads = detect.load_weights(pretrainer, source, source_format)
         _save(pretrainer, output, heads)
     _write_preset_files(output, vocabulary, config)
@@ -193,7 +190,9 @@ def _import_electra(source, output, source_format, config, generator):
         _save(discriminator, output, heads)
         return heads
     _save_pair(discriminator, masked_lm, output)
-    _write_preset_files(output / GENERATOR_FOLDER, _vocabulary(generator_source, generator_preset), generator_preset)
+    # (A release's generator shares the folder whose vocabulary the discriminator's conversion found.)
+    _write_preset_files(output / GENERATOR_FOLDER, _vocabulary(generator_source, generator_preset, "huggingface"),
+                        generator_preset)
     return heads
 
 
@@ -241,12 +240,8 @@ def _check_pair(discriminator, generator, generator_path):
             f"{path}: field 'architectures' is [{generator.get('checkpoint_architecture')!r}]; expected "
             f"[{huggingface_electra.GENERATOR_ARCHITECTURE!r}] for the generator of an ELECTRA pair."
         )
-    fields = {
-        "embedding_size": ("embedding_dim", "hidden_dim"),
-        "vocab_size": ("vocabulary_size", None),
-        "max_position_embeddings": ("max_sequence_length", None),
-        "type_vocab_size": ("num_segments", None),
-    }
+    fields = {"embedding_size": ("embedding_dim", "hidden_dim"), "vocab_size": ("vocabulary_size", None),
+              "max_position_embeddings": ("max_sequence_length", None), "type_vocab_size": ("num_segments", None)}
     for field, (key, fallback) in fields.items():
         ours, theirs = discriminator["encoder"], generator["encoder"]
         got = theirs.get(key, theirs.get(fallback))
@@ -276,13 +271,13 @@ def _clear(output):
         shutil.rmtree(output / GENERATOR_FOLDER)
 
 
-def _vocabulary(source, config):
-    """The checkpoint's `vocab.txt`, or its SentencePiece model (ALBERT)."""
-    folder = source.parent if source.is_file() else source
-    name = config["tokenizer"].get("sentencepiece_model") or config["tokenizer"]["vocabulary"]
-    vocabulary = folder / name
-    if not vocabulary.is_file():
-        raise errors.MissingFileError("source", f"{source}: no vocabulary file {name!r}.")
+def _vocabulary(source, config, source_format):
+    """The checkpoint's `vocab.txt` (an HF folder's `tokenizer.json` without one), or its SentencePiece model (ALBERT)."""
+    vocabulary = detect.vocabulary_file(source.parent if source.is_file() else source, config, source_format)
+    if vocabulary is None:
+        name = config["tokenizer"].get("sentencepiece_model") or config["tokenizer"]["vocabulary"]
+        hint = " (transformers 5 saves tokenizer.json only: put the original file beside it)" if name.endswith(".model") else ""
+        raise errors.MissingFileError("source", f"{source}: no vocabulary file {name!r}{hint}.")
     return vocabulary
 
 
@@ -293,7 +288,11 @@ def _write_preset_files(output, vocabulary, config):
         presets.write_config_entry(output, key, config[key])
     key, name = (("sentencepiece_model", SENTENCEPIECE_FILE) if config["tokenizer"].get("sentencepiece_model")
                  else ("vocabulary", presets.VOCABULARY_FILE))
-    shutil.copyfile(vocabulary, output / name)
+    if vocabulary.suffix == ".json":  # an HF tokenizer.json: its WordPiece tokens, one a line
+        (output / name).write_text("".join(f"{token}\n" for token in weight_map.tokenizer_json_vocabulary(vocabulary)),
+                                   encoding="utf-8")
+    else:
+        shutil.copyfile(vocabulary, output / name)
     presets.write_config_entry(output, "tokenizer", {**config["tokenizer"], key: name})
     if config.get("architecture"):
         presets.write_config_entry(output, "architecture", config["architecture"])

@@ -41,6 +41,7 @@ ELECTRA_MODULES = (
     ("google", google_electra.is_checkpoint, google_electra),
     ("google", google_albert.is_checkpoint, google_albert),
 )
+HF_TOKENIZER_FILE = "tokenizer.json"  # transformers' fast tokenizer: the WordPiece vocabulary of BERT and ELECTRA
 # Spellings accepted on the command line.
 FORMAT_ALIASES = {"hf": "huggingface", "keras-hub": "keras_hub", "tf": "google"}
 
@@ -77,12 +78,26 @@ def read_config(path, source_format=None):
     """
     path = pathlib.Path(path).expanduser()
     folder = path.parent if path.is_file() else path  # an explicit weights file
-    module = architecture_module(path, source_format)
-    config = module.read_config(folder)
-    vocabulary = config["tokenizer"].get("vocabulary")  # None for ALBERT's SentencePiece model (checked by its reader)
-    if vocabulary and (folder / vocabulary).is_file():
-        weight_map.check_vocabulary(folder / vocabulary, config["encoder"]["vocabulary_size"])
+    source_format = format_name(folder, source_format)
+    config = architecture_module(path, source_format).read_config(folder)
+    vocabulary = vocabulary_file(folder, config, source_format)
+    if vocabulary is not None and not config["tokenizer"].get("sentencepiece_model"):  # ALBERT's: its reader checks
+        weight_map.check_vocabulary(vocabulary, config["encoder"]["vocabulary_size"])
     return config
+
+
+def vocabulary_file(folder, config, source_format):
+    """The file with the checkpoint's vocabulary, or None: the one its config names (`vocab.txt`, ALBERT's
+    SentencePiece model), else an HF folder's `tokenizer.json` (transformers 5 saves no vocab.txt), whose
+    WordPiece tokens `weight_map.tokenizer_json_vocabulary` reads."""
+    folder = pathlib.Path(folder)
+    tokenizer = config["tokenizer"]
+    name = tokenizer.get("sentencepiece_model") or tokenizer["vocabulary"]
+    if (folder / name).is_file():
+        return folder / name
+    if source_format == "huggingface" and name == huggingface.VOCABULARY_FILE and (folder / HF_TOKENIZER_FILE).is_file():
+        return folder / HF_TOKENIZER_FILE
+    return None
 
 
 def load_weights(model, path, source_format=None):

@@ -4,13 +4,16 @@ A checkpoint folder holds `config.json` (a `BertConfig`), `model.safetensors`
 (or shards listed in `model.safetensors.index.json`) and `vocab.txt`. Both
 the `BertModel` layout (`embeddings.word_embeddings.weight`, ...) and the
 `BertForPreTraining` layout (`bert.` prefix, `cls.predictions.*`,
-`cls.seq_relationship.*`) are read. Safetensors are read with NumPy (no
-torch); a `pytorch_model.bin` is read only when its path is given explicitly
-and torch is installed, with `torch.load(weights_only=True)`.
+`cls.seq_relationship.*`) are read, as is `BertForMaskedLM` (no NSP head, no
+pooler); the MLM output layer must be tied to the token embeddings.
+Safetensors are read with NumPy (no torch); a `pytorch_model.bin` is read
+only when its path is given explicitly and torch is installed, with
+`torch.load(weights_only=True)`.
 """
 
 import json
 import pathlib
+import warnings
 
 from keras_bert_app.convert import weight_map
 from keras_bert_app.convert.weight_map import ConversionError, Mapping
@@ -22,14 +25,18 @@ PYTORCH_FILE = "pytorch_model.bin"
 VOCABULARY_FILE = "vocab.txt"
 TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
-# HF `hidden_act` -> our activation name, and back.
+# HF `hidden_act` (transformers' ACT2FN names) -> our activation name, and back. HF's other
+# names (gelu_10's clipping, leaky_relu's slope 0.01, laplace, relu2, ...) are refused.
 ACTIVATIONS = {
-    "gelu": "gelu",
-    "gelu_new": "gelu_approximate",
-    "gelu_pytorch_tanh": "gelu_approximate",
-    "relu": "relu",
+    "gelu": "gelu", "gelu_python": "gelu", "silu": "silu", "swish": "silu",
+    **dict.fromkeys(("gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_accurate", "gelu_python_tanh"), "gelu_approximate"),
+    **{name: name for name in ("quick_gelu", "relu", "relu6", "mish", "tanh", "sigmoid", "linear")},
 }
-ACTIVATIONS_OUT = {"gelu": "gelu", "gelu_approximate": "gelu_new", "relu": "relu"}
+ACTIVATIONS_OUT = {"gelu": "gelu", "gelu_exact": "gelu", "gelu_approximate": "gelu_new",
+                   **{ours: ours for ours in set(ACTIVATIONS.values()) - {"gelu", "gelu_approximate"}}}
+# Classes without the next-sentence (sentence-order) head: the converted pretrainer is masked-LM only.
+MASKED_LM_ARCHITECTURES = ("BertForMaskedLM", "BertLMHeadModel", "AlbertForMaskedLM")
+REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 # Buffers that are not weights.
 IGNORED = ("position_ids",)
 
@@ -64,16 +71,16 @@ def read_config(folder):
 
 def config_from_dict(path, config, folder):
     """Our preset config from a parsed BERT-style HF `config.json` (`path` is named in errors)."""
-    if config.get("position_embedding_type", "absolute") != "absolute":
-        raise ConversionError(
-            f"{path}: position_embedding_type {config['position_embedding_type']!r}; "
-            "expected 'absolute' (BERT's learned positions)."
-        )
+    # BERT's learned positions and bidirectional attention (`is_decoder` makes transformers' attention causal).
+    for field, expected in (("position_embedding_type", "absolute"), ("is_decoder", False)):
+        if config.get(field, expected) != expected:
+            raise ConversionError(f"{path}: field {field!r} is {config[field]!r}; expected {expected!r} (BERT's encoder).")
     activation = config.get("hidden_act", "gelu")
     if activation not in ACTIVATIONS:
-        raise ConversionError(
-            f"{path}: hidden_act {activation!r}; expected one of {sorted(ACTIVATIONS)}."
-        )
+        raise ConversionError(f"{path}: field 'hidden_act' is {activation!r}; expected one of {sorted(ACTIVATIONS)}.")
+    missing = [key for key in REQUIRED_FIELDS if key not in config]
+    if missing:
+        raise ConversionError(f"{path}: missing field(s) {missing}; expected the sizes of the model.")
     encoder = {
         "vocabulary_size": int(config["vocab_size"]),
         "num_layers": int(config["num_hidden_layers"]),
@@ -94,6 +101,8 @@ def config_from_dict(path, config, folder):
         f"{config.get('_name_or_path') or folder.name}.",
         "encoder": encoder,
         "tokenizer": tokenizer,
+        # False for a masked-LM class (no sentence head): `convert` then writes a masked-LM-only pretrainer.
+        "next_sentence_prediction": not set(config.get("architectures") or ()) & set(MASKED_LM_ARCHITECTURES),
     }
 
 
@@ -113,49 +122,25 @@ def encoder_mappings(num_layers, prefix="", layer_norm_names=("weight", "bias"))
             Mapping(f"{prefix}{source}.{beta}", f"{target}/beta", weight_map.SAME),
         ]
 
-    mappings = [
-        Mapping(
-            f"{prefix}embeddings.word_embeddings.weight",
-            "embeddings/token_embedding/embeddings",
-            weight_map.SAME,
-        ),
-        Mapping(
-            f"{prefix}embeddings.token_type_embeddings.weight",
-            "embeddings/segment_embedding/embeddings",
-            weight_map.SAME,
-        ),
-        Mapping(
-            f"{prefix}embeddings.position_embeddings.weight",
-            "embeddings/position_embeddings",
-            weight_map.SAME,
-        ),
-        *layer_norm("embeddings.LayerNorm", "embeddings/layer_norm"),
-    ]
+    embeddings = (("word_embeddings", "token_embedding/embeddings"),
+                  ("token_type_embeddings", "segment_embedding/embeddings"),
+                  ("position_embeddings", "position_embeddings"))
+    mappings = [Mapping(f"{prefix}embeddings.{name}.weight", f"embeddings/{target}", weight_map.SAME)
+                for name, target in embeddings]
+    mappings += layer_norm("embeddings.LayerNorm", "embeddings/layer_norm")
     for index in range(num_layers):
         source = f"encoder.layer.{index}"
         target = f"transformer_layer_{index}"
         for name in ("query", "key", "value"):
             mappings += [
-                Mapping(
-                    f"{prefix}{source}.attention.self.{name}.weight",
-                    f"{target}/attention/{name}/kernel",
-                    weight_map.HEADS_KERNEL_TRANSPOSED,
-                ),
-                Mapping(
-                    f"{prefix}{source}.attention.self.{name}.bias",
-                    f"{target}/attention/{name}/bias",
-                    weight_map.HEADS_BIAS,
-                ),
+                Mapping(f"{prefix}{source}.attention.self.{name}.weight", f"{target}/attention/{name}/kernel",
+                        weight_map.HEADS_KERNEL_TRANSPOSED),
+                Mapping(f"{prefix}{source}.attention.self.{name}.bias", f"{target}/attention/{name}/bias",
+                        weight_map.HEADS_BIAS),
             ]
-        mappings += dense(
-            f"{source}.attention.output.dense",
-            f"{target}/attention/attention_output",
-            weight_map.MERGE_HEADS_KERNEL_TRANSPOSED,
-        )
-        mappings += layer_norm(
-            f"{source}.attention.output.LayerNorm",
-            f"{target}/attention_layer_norm",
-        )
+        mappings += dense(f"{source}.attention.output.dense", f"{target}/attention/attention_output",
+                          weight_map.MERGE_HEADS_KERNEL_TRANSPOSED)
+        mappings += layer_norm(f"{source}.attention.output.LayerNorm", f"{target}/attention_layer_norm")
         mappings += dense(f"{source}.intermediate.dense", f"{target}/intermediate")
         mappings += dense(f"{source}.output.dense", f"{target}/output")
         mappings += layer_norm(f"{source}.output.LayerNorm", f"{target}/output_layer_norm")
@@ -202,36 +187,17 @@ def head_mappings(layer_norm_names=("weight", "bias"), next_sentence=True):
     The MLM decoder weight is tied to the word embeddings and not mapped.
     """
     gamma, beta = layer_norm_names
+    transform = "cls.predictions.transform"
     mappings = [
-        Mapping(
-            "cls.predictions.transform.dense.weight",
-            "masked_lm_head/dense/kernel",
-            weight_map.TRANSPOSED,
-        ),
-        Mapping(
-            "cls.predictions.transform.dense.bias",
-            "masked_lm_head/dense/bias",
-            weight_map.SAME,
-        ),
-        Mapping(
-            f"cls.predictions.transform.LayerNorm.{gamma}",
-            "masked_lm_head/layer_norm/gamma",
-            weight_map.SAME,
-        ),
-        Mapping(
-            f"cls.predictions.transform.LayerNorm.{beta}",
-            "masked_lm_head/layer_norm/beta",
-            weight_map.SAME,
-        ),
+        Mapping(f"{transform}.dense.weight", "masked_lm_head/dense/kernel", weight_map.TRANSPOSED),
+        Mapping(f"{transform}.dense.bias", "masked_lm_head/dense/bias", weight_map.SAME),
+        Mapping(f"{transform}.LayerNorm.{gamma}", "masked_lm_head/layer_norm/gamma", weight_map.SAME),
+        Mapping(f"{transform}.LayerNorm.{beta}", "masked_lm_head/layer_norm/beta", weight_map.SAME),
         Mapping("cls.predictions.bias", "masked_lm_head/output_bias", weight_map.SAME),
     ]
     if next_sentence:
         mappings += [
-            Mapping(
-                "cls.seq_relationship.weight",
-                "next_sentence_head/dense/kernel",
-                weight_map.TRANSPOSED,
-            ),
+            Mapping("cls.seq_relationship.weight", "next_sentence_head/dense/kernel", weight_map.TRANSPOSED),
             Mapping("cls.seq_relationship.bias", "next_sentence_head/dense/bias", weight_map.SAME),
         ]
     return mappings
@@ -242,8 +208,16 @@ def load_weights(model, path):
 
     Args:
         model: `BertEncoder`, or `BertPretrainer` (its heads are filled when
-            the checkpoint has `cls.predictions.*`, as `BertForPreTraining`).
+            the checkpoint has `cls.predictions.*`, as `BertForPreTraining`;
+            a `BertForMaskedLM` has no NSP head, which then stays fresh,
+            with a warning). A checkpoint without a pooler (`BertForMaskedLM`,
+            token classification, ...) leaves ours fresh, with a warning.
         path: a checkpoint folder or an explicit weights file.
+
+    Raises:
+        ConversionError: an untied MLM output layer (`tie_word_embeddings`
+            false), which our head, scoring against the token embeddings,
+            cannot hold; tensors that do not fit the config.
 
     Returns:
         bool. True when pretraining heads were loaded.
@@ -252,12 +226,16 @@ def load_weights(model, path):
     encoder = getattr(model, "encoder", model)
     prefix = _encoder_prefix(tensors)
     layer_norm_names = _layer_norm_names(tensors)
-    mappings = encoder_mappings(encoder.num_layers, prefix, layer_norm_names)
     ignored = IGNORED + ("cls.predictions.decoder.",)
-    heads = hasattr(model, "masked_lm_head") and "cls.predictions.bias" in _with_decoder_bias(tensors)
+    tensors = with_decoder_bias(tensors, "cls.predictions.")
+    heads = hasattr(model, "masked_lm_head") and "cls.predictions.bias" in tensors
     if heads:
-        tensors = _with_decoder_bias(tensors)
-        next_sentence = model.next_sentence_head is not None
+        weight_map.check_tied_output(tensors, "cls.predictions.decoder.weight",
+                                     f"{prefix}embeddings.word_embeddings.weight", source_name)
+    absent = absent_layers(model, tensors, f"{prefix}pooler.dense.weight", heads and "cls.seq_relationship.weight")
+    mappings = without_pooler(encoder_mappings(encoder.num_layers, prefix, layer_norm_names), absent)
+    if heads:
+        next_sentence = getattr(model, "next_sentence_head", None) is not None and "next_sentence_head" not in absent
         mappings += head_mappings(layer_norm_names, next_sentence)
         if not next_sentence:
             ignored += ("cls.seq_relationship.",)
@@ -267,6 +245,7 @@ def load_weights(model, path):
     names = [name for name in tensors if name.startswith((prefix, "cls."))]
     weight_map.check_unused(names, {mapping.source for mapping in mappings}, source_name, ignored)
     weight_map.load_mapped(model, mappings, tensors.get, source_name)
+    warn_fresh(absent, source_name)
     return heads
 
 
@@ -274,7 +253,8 @@ def save(model, folder, vocabulary_path, lowercase):
     """Write an HF checkpoint folder from our encoder or pretrainer.
 
     A `BertEncoder` becomes a `BertModel` (no prefix); a `BertPretrainer` a
-    `BertForPreTraining` (`bert.` prefix, `cls.*` heads). Writes
+    `BertForPreTraining` (`bert.` prefix, `cls.*` heads), or without its NSP
+    head a `BertForMaskedLM` (whose pooler transformers does not read). Writes
     `config.json`, `model.safetensors`, `vocab.txt` and
     `tokenizer_config.json` (`do_lower_case`), which transformers'
     `from_pretrained` reads.
@@ -284,9 +264,9 @@ def save(model, folder, vocabulary_path, lowercase):
     encoder = getattr(model, "encoder", model)
     weight_map.check_vocabulary(vocabulary_path, encoder.vocabulary_size)
     if hasattr(model, "masked_lm_head"):
-        architecture = "BertForPreTraining"
-        mappings = encoder_mappings(encoder.num_layers, "bert.")
-        mappings += head_mappings(next_sentence=model.next_sentence_head is not None)
+        next_sentence = model.next_sentence_head is not None
+        architecture = "BertForPreTraining" if next_sentence else "BertForMaskedLM"
+        mappings = encoder_mappings(encoder.num_layers, "bert.") + head_mappings(next_sentence=next_sentence)
     else:
         architecture = "BertModel"
         mappings = encoder_mappings(encoder.num_layers)
@@ -295,13 +275,8 @@ def save(model, folder, vocabulary_path, lowercase):
     tensors = weight_map.export_mapped(model, mappings)
     save_file(tensors, str(folder / SAFETENSORS_FILE), metadata={"format": "pt"})
     _write_json(folder / CONFIG_FILE, hf_config(encoder, architecture))
-    _write_json(
-        folder / TOKENIZER_CONFIG_FILE,
-        {"do_lower_case": bool(lowercase), "tokenizer_class": "BertTokenizer"},
-    )
-    (folder / VOCABULARY_FILE).write_text(
-        pathlib.Path(vocabulary_path).read_text(encoding="utf-8"), encoding="utf-8"
-    )
+    _write_json(folder / TOKENIZER_CONFIG_FILE, {"do_lower_case": bool(lowercase), "tokenizer_class": "BertTokenizer"})
+    (folder / VOCABULARY_FILE).write_text(pathlib.Path(vocabulary_path).read_text(encoding="utf-8"), encoding="utf-8")
     return folder
 
 
@@ -336,11 +311,34 @@ def _encoder_prefix(tensors):
     return "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
 
 
-def _with_decoder_bias(tensors):
-    """Some checkpoints keep the MLM output bias only as `cls.predictions.decoder.bias`."""
-    if "cls.predictions.bias" not in tensors and "cls.predictions.decoder.bias" in tensors:
-        return {**tensors, "cls.predictions.bias": tensors["cls.predictions.decoder.bias"]}
+def with_decoder_bias(tensors, head):
+    """The MLM output bias is the one HF's forward adds: `{head}decoder.bias` when the file has it (tied
+    checkpoints hold `{head}bias`, and may hold an equal copy as `{head}decoder.bias`)."""
+    if f"{head}decoder.bias" in tensors:
+        return {**tensors, f"{head}bias": tensors[f"{head}decoder.bias"]}
     return tensors
+
+
+def absent_layers(model, tensors, pooler_weight, sentence_weight=None):
+    """Our layers the checkpoint has no tensors for: "pooler" (`BertForMaskedLM`, token classification,
+    question answering) and a pretrainer's "next_sentence_head" (masked-LM classes; `sentence_weight`
+    None when the heads are not loaded). They keep fresh weights (`warn_fresh`)."""
+    absent = set() if pooler_weight in tensors else {"pooler"}
+    if sentence_weight and getattr(model, "next_sentence_head", None) is not None and sentence_weight not in tensors:
+        absent.add("next_sentence_head")
+    return absent
+
+
+def warn_fresh(absent, source_name):
+    """One warning naming the layers `absent_layers` found, once the weights are loaded."""
+    if absent:
+        warnings.warn(f"{source_name} has no tensors for our {' and '.join(sorted(absent))} (a masked-LM or task "
+                      "checkpoint): those keep fresh weights.", stacklevel=3)
+
+
+def without_pooler(mappings, absent):
+    """The mappings less the pooler's when the checkpoint has none."""
+    return [mapping for mapping in mappings if "pooler" not in absent or not mapping.target.startswith("pooler/")]
 
 
 def _layer_norm_names(tensors):

@@ -2,7 +2,7 @@
 
 A folder holds `config.json` (an `AlbertConfig`), `model.safetensors` and
 `spiece.model` (the SentencePiece model; `albert/albert-base-v2` has this
-layout). Two layouts are read and written:
+layout). These layouts are read and written:
 - `AlbertModel`: `embeddings.*` (E wide), `encoder.embedding_hidden_mapping_in`
   (E -> H: our `embedding_projection`), `encoder.albert_layer_groups.{g}.albert_layers.0.*`
   (our shared block `transformer_layer_{g}`), `pooler`.
@@ -10,7 +10,9 @@ layout). Two layouts are read and written:
   `MaskedLMHead`; the decoder matrix is the tied token embedding) and
   `sop_classifier.classifier` (our `NextSentenceHead`, scoring the
   sentence order: label 1 = swapped).
-Task checkpoints (`AlbertFor...`) give their encoder. ALBERT always maps E to
+- `AlbertForMaskedLM`: the same without `sop_classifier` (nor a pooler):
+  a masked-LM-only `BertPretrainer`.
+Task checkpoints (`AlbertFor...`) give their encoder (a fresh pooler where they have none). ALBERT always maps E to
 H, so a config with `embedding_size == hidden_size` (which our encoder
 builds without a projection) is refused, as are `inner_group_num != 1` and
 the v1 `net_structure_type` options no released model uses.
@@ -26,6 +28,7 @@ MODEL_TYPE = "albert"
 SENTENCEPIECE_FILE = "spiece.model"
 ENCODER_ARCHITECTURE = "AlbertModel"
 PRETRAINING_ARCHITECTURE = "AlbertForPreTraining"
+MASKED_LM_ARCHITECTURE = "AlbertForMaskedLM"  # no sentence-order head, no pooler (ours is written all the same)
 PREFIX = "albert."
 # The `tokenizer` entry of an ALBERT preset (`preprocessing.sentencepiece_tokenizer`).
 TOKENIZER_TYPE = "sentencepiece"
@@ -63,7 +66,8 @@ def config_from_dict(path, config, folder, sentencepiece_path):
                             ("num_memory_blocks", 0), ("down_scale_factor", 1)):
         if config.get(field, expected) != expected:
             raise ConversionError(f"{path}: field {field!r} is {config[field]!r}; expected {expected} (ALBERT v1/v2).")
-    ours = huggingface.config_from_dict(path, {**config, "model_type": "bert"}, folder)
+    # transformers' ALBERT attention is never causal, whatever `is_decoder` says.
+    ours = huggingface.config_from_dict(path, {**config, "model_type": "bert", "is_decoder": False}, folder)
     encoder = ours["encoder"]
     embedding_size = int(config.get("embedding_size", 128))
     if embedding_size == encoder["hidden_dim"]:
@@ -87,6 +91,7 @@ def config_from_dict(path, config, folder, sentencepiece_path):
         "architecture": MODEL_TYPE,
         "encoder": encoder,
         "tokenizer": {**tokenizer_config(folder), "sentencepiece_model": pathlib.Path(sentencepiece_path).name},
+        "next_sentence_prediction": ours["next_sentence_prediction"],  # False for an AlbertForMaskedLM
     }
 
 
@@ -157,41 +162,58 @@ def encoder_mappings(num_groups, prefix=""):
     return mappings
 
 
-def head_mappings():
+def head_mappings(sentence_order=True):
     """`Mapping`s of `predictions.*` (MLM) and `sop_classifier.*` (sentence order) to `BertPretrainer`'s heads."""
-    return [
+    mappings = [
         Mapping("predictions.dense.weight", "masked_lm_head/dense/kernel", weight_map.TRANSPOSED),
         Mapping("predictions.dense.bias", "masked_lm_head/dense/bias", weight_map.SAME),
         Mapping("predictions.LayerNorm.weight", "masked_lm_head/layer_norm/gamma", weight_map.SAME),
         Mapping("predictions.LayerNorm.bias", "masked_lm_head/layer_norm/beta", weight_map.SAME),
         Mapping("predictions.bias", "masked_lm_head/output_bias", weight_map.SAME),
-        Mapping("sop_classifier.classifier.weight", "next_sentence_head/dense/kernel", weight_map.TRANSPOSED),
-        Mapping("sop_classifier.classifier.bias", "next_sentence_head/dense/bias", weight_map.SAME),
     ]
+    if sentence_order:
+        mappings += [
+            Mapping("sop_classifier.classifier.weight", "next_sentence_head/dense/kernel", weight_map.TRANSPOSED),
+            Mapping("sop_classifier.classifier.bias", "next_sentence_head/dense/bias", weight_map.SAME),
+        ]
+    return mappings
 
 
 def load_weights(model, path):
     """Fill a `BertEncoder`, or a `BertPretrainer` with its heads, from an HF ALBERT checkpoint.
 
+    An `AlbertForMaskedLM` has no sentence-order head (a pretrainer's stays
+    fresh, with a warning) and, as token classifiers, no pooler (ours stays
+    fresh, with a warning). An untied MLM output layer is refused.
+
     Returns:
-        bool. True when the MLM and sentence-order heads were loaded (an
-        `AlbertForPreTraining` into a `BertPretrainer` with a sentence head).
+        bool. True when the MLM head was loaded (with the sentence-order head
+        when both have one: an `AlbertForPreTraining` into a `BertPretrainer`).
     """
     tensors, source_name = huggingface.read_tensors(path)
     encoder = getattr(model, "encoder", model)
     prefix = PREFIX if f"{PREFIX}embeddings.word_embeddings.weight" in tensors else ""
-    mappings = encoder_mappings(encoder.num_groups or encoder.num_layers, prefix)
-    heads = (getattr(model, "next_sentence_head", None) is not None and "predictions.bias" in tensors
-             and "sop_classifier.classifier.weight" in tensors)
+    tensors = huggingface.with_decoder_bias(tensors, "predictions.")
+    heads = getattr(model, "masked_lm_head", None) is not None and "predictions.bias" in tensors
+    if heads:
+        weight_map.check_tied_output(tensors, "predictions.decoder.weight", f"{prefix}embeddings.word_embeddings.weight",
+                                     source_name)
+    absent = huggingface.absent_layers(model, tensors, f"{prefix}pooler.weight",
+                                       heads and "sop_classifier.classifier.weight")
+    mappings = huggingface.without_pooler(encoder_mappings(encoder.num_groups or encoder.num_layers, prefix), absent)
     ignored = huggingface.IGNORED + ("predictions.decoder.",)
     if heads:
-        mappings += head_mappings()
+        sentence_order = getattr(model, "next_sentence_head", None) is not None and "next_sentence_head" not in absent
+        mappings += head_mappings(sentence_order)
+        if not sentence_order:
+            ignored += ("sop_classifier.",)
     else:
         ignored += ("predictions.", "sop_classifier.")
     own = (prefix, "predictions.", "sop_classifier.") if prefix else ("embeddings.", "encoder.", "pooler.")
     names = [name for name in tensors if name.startswith(own)]
     weight_map.check_unused(names, {mapping.source for mapping in mappings}, source_name, ignored)
     weight_map.load_mapped(model, mappings, tensors.get, source_name)
+    huggingface.warn_fresh(absent, source_name)
     return heads
 
 
@@ -199,9 +221,10 @@ def save(model, folder, sentencepiece_path, lowercase, strip_accents=True):
     """Write an HF ALBERT folder that transformers' `from_pretrained` loads.
 
     A `BertEncoder` becomes an `AlbertModel`; a `BertPretrainer` with a
-    sentence head an `AlbertForPreTraining` (`predictions.decoder` is the
-    tied token embedding). Writes `config.json`, `model.safetensors`,
-    `spiece.model` and `tokenizer_config.json`.
+    sentence head an `AlbertForPreTraining`, without one an
+    `AlbertForMaskedLM` (`predictions.decoder` is the tied token embedding).
+    Writes `config.json`, `model.safetensors`, `spiece.model` and
+    `tokenizer_config.json`.
     """
     from safetensors.numpy import save_file
 
@@ -213,16 +236,17 @@ def save(model, folder, sentencepiece_path, lowercase, strip_accents=True):
             f"and hidden_dim={encoder.hidden_dim} (expected E != H)."
         )
     groups = encoder.num_groups or encoder.num_layers
-    if getattr(model, "next_sentence_head", None) is not None:
-        architecture = PRETRAINING_ARCHITECTURE
-        mappings = encoder_mappings(groups, PREFIX) + head_mappings()
+    if getattr(model, "masked_lm_head", None) is not None:
+        sentence_order = getattr(model, "next_sentence_head", None) is not None
+        architecture = PRETRAINING_ARCHITECTURE if sentence_order else MASKED_LM_ARCHITECTURE
+        mappings = encoder_mappings(groups, PREFIX) + head_mappings(sentence_order)
     else:
         architecture = ENCODER_ARCHITECTURE
         mappings = encoder_mappings(groups)
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tensors = weight_map.export_mapped(model, mappings)
-    if architecture == PRETRAINING_ARCHITECTURE:
+    if architecture != ENCODER_ARCHITECTURE:
         tensors["predictions.decoder.weight"] = tensors[f"{PREFIX}embeddings.word_embeddings.weight"]
         tensors["predictions.decoder.bias"] = tensors["predictions.bias"]
     save_file(tensors, str(folder / huggingface.SAFETENSORS_FILE), metadata={"format": "pt"})

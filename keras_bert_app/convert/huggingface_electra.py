@@ -18,8 +18,7 @@ The Transformer layers have BERT's names, so their map is
 
 import json
 import pathlib
-
-import numpy as np
+import warnings
 
 from keras_bert_app.convert import huggingface, weight_map
 from keras_bert_app.convert.weight_map import ConversionError, Mapping
@@ -37,6 +36,9 @@ TASK_ARCHITECTURES = (
 )
 ARCHITECTURES = (ENCODER_ARCHITECTURE, DISCRIMINATOR_ARCHITECTURE, GENERATOR_ARCHITECTURE, *TASK_ARCHITECTURES)
 PREFIX = "electra."
+# The activation of transformers' generator head (`ElectraGeneratorPredictions`), whatever `hidden_act` says:
+# the exact GELU (our names for it).
+GENERATOR_HEAD_ACTIVATIONS = ("gelu", "gelu_exact")
 # Our variable paths of the heads (`layers.ElectraDiscriminatorHead`, `layers.MaskedLMHead`).
 DISCRIMINATOR_HEAD = "discriminator_head"
 GENERATOR_HEAD = "masked_lm_head"
@@ -159,7 +161,9 @@ def load_weights(model, path):
         mappings += discriminator_mappings()
         heads = True
     elif getattr(model, "masked_lm_head", None) is not None and "generator_lm_head.bias" in tensors:
-        _check_tied_output(tensors, prefix, source_name)
+        weight_map.check_tied_output(tensors, "generator_lm_head.weight", f"{prefix}embeddings.word_embeddings.weight",
+                                     source_name)
+        _check_generator_activation(model, path)
         mappings += generator_mappings(layer_norm_names)
         heads = True
     ignored = huggingface.IGNORED + ("generator_lm_head.weight",)
@@ -198,6 +202,13 @@ def save(model, folder, vocabulary_path, lowercase):
             )
         architecture = GENERATOR_ARCHITECTURE
         mappings = encoder_mappings(encoder.num_layers, PREFIX, projection) + generator_mappings()
+        if model.masked_lm_head.activation not in GENERATOR_HEAD_ACTIVATIONS:
+            warnings.warn(
+                "transformers' ElectraForMaskedLM head applies the exact GELU ('gelu') whatever hidden_act "
+                f"says; this generator's head applies {model.masked_lm_head.activation!r}, so its masked-LM logits "
+                "in transformers will differ.",
+                stacklevel=2,
+            )
     else:
         architecture = ENCODER_ARCHITECTURE
         mappings = encoder_mappings(encoder.num_layers, "", projection)
@@ -234,14 +245,15 @@ def _has_projection(encoder):
     return embedding_width(encoder) != encoder.hidden_dim
 
 
-def _check_tied_output(tensors, prefix, source_name):
-    """ELECTRA's generator scores against its token embeddings; a different output matrix cannot be kept."""
-    output = tensors.get("generator_lm_head.weight")
-    embeddings = tensors.get(f"{prefix}embeddings.word_embeddings.weight")
-    if output is not None and embeddings is not None and (
-        output.shape != embeddings.shape or not np.allclose(output, embeddings)
-    ):
+def _check_generator_activation(model, path):
+    """transformers' `ElectraGeneratorPredictions` applies the exact GELU whatever `hidden_act` says; our
+    masked-LM head applies the encoder's activation, so a generator with another `hidden_act` is refused."""
+    if model.masked_lm_head.activation not in GENERATOR_HEAD_ACTIVATIONS:
+        path = pathlib.Path(path)
+        config_path = (path.parent if path.is_file() else path) / huggingface.CONFIG_FILE
+        hidden_act = json.loads(config_path.read_text(encoding="utf-8")).get("hidden_act") if config_path.is_file() else None
         raise ConversionError(
-            f"{source_name}: tensor 'generator_lm_head.weight' differs from "
-            f"'{prefix}embeddings.word_embeddings.weight'; expected them tied (equal), as ELECTRA's generator is."
+            f"{config_path}: field 'hidden_act' is {hidden_act!r}; expected 'gelu' for an ElectraForMaskedLM: its "
+            "head applies the exact GELU whatever hidden_act says, ours the encoder's activation. "
+            "BertEncoder.from_preset reads the encoder alone."
         )

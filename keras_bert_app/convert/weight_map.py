@@ -9,6 +9,8 @@ weights is reported before anything is assigned.
 """
 
 import collections
+import json
+import pathlib
 
 import numpy as np
 
@@ -141,6 +143,25 @@ def check_unused(names, used, source_name, ignored=()):
         )
 
 
+def check_tied_output(tensors, output_name, embeddings_name, source_name):
+    """Raise when a masked-LM output matrix in the file differs from the token embeddings (untied).
+
+    Our masked-LM heads score against the token embeddings (BERT, ALBERT and
+    ELECTRA's generator tie them); a checkpoint saved with
+    `tie_word_embeddings: false` holds a separate output matrix, which
+    they cannot keep. Tied checkpoints omit it or hold an equal copy.
+    """
+    output, embeddings = tensors.get(output_name), tensors.get(embeddings_name)
+    if output is not None and embeddings is not None and (
+        output.shape != embeddings.shape or not np.allclose(output, embeddings)
+    ):
+        raise ConversionError(
+            f"{source_name}: tensor {output_name!r} differs from {embeddings_name!r} (an untied output layer, "
+            "tie_word_embeddings false); expected them tied (equal): our masked-LM head scores against the token "
+            "embeddings. BertEncoder.from_preset reads the encoder alone."
+        )
+
+
 def read_vocabulary(path):
     """The tokens of a `vocab.txt`, one a line (split on newlines only: tokens may hold other breaks)."""
     with open(path, encoding="utf-8", newline="") as file:
@@ -150,9 +171,27 @@ def read_vocabulary(path):
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def tokenizer_json_vocabulary(path):
+    """The tokens, in id order, of an HF `tokenizer.json` with a WordPiece model (transformers 5 saves BERT's
+    and ELECTRA's vocabulary there only, without a vocab.txt), added tokens included."""
+    try:
+        tokenizer = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ConversionError(f"{path}: malformed JSON ({error}).") from None
+    model = tokenizer.get("model") if isinstance(tokenizer, dict) else None
+    kind = model.get("type") if isinstance(model, dict) else None
+    if kind != "WordPiece" or not isinstance(model.get("vocab"), dict):
+        raise ConversionError(f"{path}: field 'model.type' is {kind!r}; expected 'WordPiece' (a BERT vocabulary).")
+    ids = {**model["vocab"], **{added["content"]: added["id"] for added in tokenizer.get("added_tokens") or ()}}
+    if sorted(ids.values()) != list(range(len(ids))):
+        raise ConversionError(f"{path}: the WordPiece ids are not 0..{len(ids) - 1}, one per token.")
+    return sorted(ids, key=ids.get)
+
+
 def check_vocabulary(path, vocabulary_size):
-    """Raise when the vocabulary file's size differs from the embedding rows."""
-    size = len(read_vocabulary(path))
+    """Raise when the vocabulary file's size (a vocab.txt, or an HF tokenizer.json) differs from the embedding rows."""
+    path = pathlib.Path(path)
+    size = len(tokenizer_json_vocabulary(path) if path.suffix == ".json" else read_vocabulary(path))
     if size != vocabulary_size:
         raise ConversionError(
             f"{path}: vocabulary has {size} tokens but the token embedding has "

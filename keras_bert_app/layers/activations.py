@@ -13,6 +13,11 @@ def gelu_exact(x):
     return keras.activations.gelu(x, approximate=False)
 
 
+def quick_gelu(x):
+    """`x * sigmoid(1.702 x)`, the sigmoid approximation of GELU (HF `quick_gelu`)."""
+    return x * keras.activations.sigmoid(1.702 * x)
+
+
 # Checkpoint spellings (HF `hidden_act`, original `hidden_act`) -> function.
 ACTIVATIONS = {
     "gelu": gelu_exact,
@@ -20,6 +25,7 @@ ACTIVATIONS = {
     "gelu_approximate": gelu_approximate,
     "gelu_new": gelu_approximate,
     "gelu_pytorch_tanh": gelu_approximate,
+    "quick_gelu": quick_gelu,
 }
 
 

@@ -145,3 +145,31 @@ def test_bad_checkpoints_are_one_clear_line(tmp_path, sentencepiece_path, capsys
     (tmp_path / "hf" / "config.json").write_text(json.dumps({**config, "embedding_size": 32}))
     assert cli.main(["convert", "--from", "huggingface", str(tmp_path / "hf"), "--output", str(tmp_path / "d")]) == 2
     assert "embedding_size" in capsys.readouterr().err
+
+
+def test_masked_lm_checkpoint_converts_and_an_untied_one_is_refused(tmp_path, sentencepiece_path, capsys):
+    """`AlbertForMaskedLM` (no sentence-order head, no pooler): a masked-LM-only pretrainer, written back as such.
+    `tie_word_embeddings: false` scores against `predictions.decoder.weight`, which our head cannot hold: one line."""
+    transformers = pytest.importorskip("transformers")
+    reference = _huggingface("AlbertForMaskedLM", tmp_path / "hf", sentencepiece_path, num_hidden_groups=2,
+                             type_vocab_size=3, hidden_act="silu")
+    with pytest.warns(UserWarning, match="no tensors for our pooler"):
+        _convert("--from", "huggingface", tmp_path / "hf", "--output", tmp_path / "preset")
+    pretrainer = BertPretrainer.from_preset(tmp_path / "preset")
+    assert pretrainer.next_sentence_head is None
+    batch = inputs()
+    batch["segment_ids"][1, 5:] = 2
+    positions = np.array([[1, 2, 3], [4, 5, 1]], "int32")
+    expected = np.take_along_axis(run_huggingface(reference, batch).logits.numpy(), positions[..., None], axis=1)
+    np.testing.assert_allclose(_numpy(pretrainer({**batch, "mask_positions": positions})["mlm"]), expected,
+                               atol=TOLERANCE)
+    _convert("--to", "huggingface", tmp_path / "preset", "--output", tmp_path / "back")
+    reloaded = transformers.AlbertForMaskedLM.from_pretrained(str(tmp_path / "back")).eval()
+    np.testing.assert_allclose(run_huggingface(reloaded, batch).logits.numpy(),
+                               run_huggingface(reference, batch).logits.numpy(), atol=1e-5)
+
+    _huggingface("AlbertForPreTraining", tmp_path / "untied", sentencepiece_path, tie_word_embeddings=False)
+    capsys.readouterr()
+    assert cli.main(["convert", "--from", "huggingface", str(tmp_path / "untied"), "--output", str(tmp_path / "u")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "'predictions.decoder.weight' differs" in error and "tie_word_embeddings" in error

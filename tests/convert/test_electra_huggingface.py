@@ -218,6 +218,22 @@ def test_untied_generator_output_is_refused(tmp_path):
         convert_checkpoint(source, tmp_path / "out")
 
 
+def test_generator_whose_head_activation_differs_is_refused(tmp_path, capsys):
+    """transformers' generator head applies the exact GELU whatever `hidden_act` says; ours the encoder's."""
+    reference = checkpoints.huggingface_model("ElectraForMaskedLM", **{**checkpoints.GENERATOR, "hidden_act": "relu"})
+    source = checkpoints.save_huggingface(reference, tmp_path / "hf")
+    capsys.readouterr()  # transformers' progress bars
+    assert cli.main(["convert", "--from", "huggingface", str(source), "--output", str(tmp_path / "out")]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0
+    assert str(source / "config.json") in error and "field 'hidden_act' is 'relu'; expected 'gelu'" in error
+    batch = checkpoints.inputs()
+    real = batch["padding_mask"].astype(bool)
+    expected = checkpoints.run_huggingface(reference.electra, batch).last_hidden_state.numpy()
+    ours = _numpy(BertEncoder.from_preset(source)(batch)["sequence_output"])  # the encoder alone is fine
+    np.testing.assert_allclose(ours[real], expected[real], atol=TOLERANCE)
+
+
 def test_output_into_the_checkpoint_folder_is_refused(tmp_path):
     from keras_bert_app.convert.checkpoint import convert_checkpoint
 
