@@ -12,6 +12,8 @@ one (the models call it).
 """
 
 import dataclasses
+import hashlib
+import os
 import pathlib
 
 from keras_bert_app import errors, presets
@@ -43,12 +45,20 @@ class ResolvedPreset:
 
     @property
     def vocabulary_path(self):
-        """The vocabulary file (`vocab.txt` or the foreign checkpoint's)."""
+        """The vocabulary file (`vocab.txt` or the foreign checkpoint's).
+
+        An HF folder saved by transformers 5 holds its WordPiece vocabulary in
+        `tokenizer.json` only: then a `vocab.txt` of it, written once into the
+        cache (`derived_vocabulary`), so that every reader of vocab.txt works.
+        """
         name = self.config.get("tokenizer", {}).get("vocabulary", presets.VOCABULARY_FILE)
         path = self.folder / name
-        if not path.is_file():
-            raise PresetError(f"Preset folder {str(self.folder)!r} has no vocabulary {name!r}.")
-        return path
+        if path.is_file():
+            return path
+        found = detect.vocabulary_file(self.folder, self.config, self.source_format) if self.source_format else None
+        if found is not None and found.suffix == ".json":
+            return derived_vocabulary(found)
+        raise PresetError(f"Preset folder {str(self.folder)!r} has no vocabulary {name!r}.")
 
     @property
     def encoder_weights_path(self):
@@ -127,6 +137,26 @@ def resolve_preset(preset, fetch_weights=False):
 def read_config(preset):
     """Our preset config of any preset name or folder (see `resolve_preset`)."""
     return resolve_preset(preset).config
+
+
+def derived_vocabulary(tokenizer_json):
+    """A `vocab.txt` (one token a line, in id order) of an HF `tokenizer.json`'s WordPiece vocabulary.
+
+    Written once into `$KERAS_BERT_APP_CACHE/vocabularies/` under a hash of
+    the file's bytes (the checkpoint's folder may be read-only), atomically.
+    """
+    from keras_bert_app.convert import hub, weight_map
+
+    tokenizer_json = pathlib.Path(tokenizer_json)
+    digest = hashlib.sha256(tokenizer_json.read_bytes()).hexdigest()[:20]
+    path = pathlib.Path(hub.cache_root()) / "vocabularies" / digest / presets.VOCABULARY_FILE
+    if not path.is_file():
+        tokens = weight_map.tokenizer_json_vocabulary(tokenizer_json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        temporary.write_text("".join(f"{token}\n" for token in tokens), encoding="utf-8")
+        os.replace(temporary, path)
+    return path
 
 
 def vocabulary_path(preset):

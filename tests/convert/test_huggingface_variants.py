@@ -165,3 +165,41 @@ def test_vocabulary_from_tokenizer_json_when_there_is_no_vocab_txt(tmp_path, cap
 def _without_pooler_and_nsp():
     tensors = huggingface_tensors(TINY, prefix="bert.", heads=True)
     return {name: value for name, value in tensors.items() if "pooler" not in name and "seq_relationship" not in name}
+
+
+def test_a_transformers_5_folder_without_vocab_txt_is_a_preset(tmp_path, monkeypatch):
+    """README: `from_preset` and `--preset` read HF folders; transformers 5 saves the tokenizer as tokenizer.json only.
+
+    The vocabulary comes from tokenizer.json, written once as a vocab.txt into the cache (the checkpoint's folder
+    is left as it is), so the tokenizer, fine-tuning and its preset work as with a vocab.txt.
+    """
+    transformers = pytest.importorskip("transformers")
+    from keras_bert_app import BertPreprocessor
+
+    monkeypatch.setenv("KERAS_BERT_APP_CACHE", str(tmp_path / "cache"))
+    vocabulary = write_vocabulary(tmp_path / "vocab.txt", TINY["vocab_size"])
+    source = write_huggingface(tmp_path / "hf")
+    (source / "vocab.txt").unlink()
+    reference = transformers.BertTokenizer(vocab=str(vocabulary), do_lower_case=True)
+    reference.save_pretrained(str(source))
+    files = sorted(path.name for path in source.iterdir())
+    assert "vocab.txt" not in files and "tokenizer.json" in files
+    texts = ["word3 Word7 word12", "word20 unknown word1 word2 word3"]
+    ours = BertPreprocessor.from_preset(source, sequence_length=12)(texts)
+    expected = reference(texts, padding="max_length", max_length=12, truncation=True)
+    np.testing.assert_array_equal(np.asarray(ours["token_ids"]), expected["input_ids"])
+    np.testing.assert_array_equal(np.asarray(ours["padding_mask"]), expected["attention_mask"])
+    # Fine-tuning from the folder through the command line; its preset carries the vocabulary.
+    data = tmp_path / "train.csv"
+    data.write_text("text,label\nword1 word2,a\nword3 word4,b\nword5,a\nword6 word7,b\n", encoding="utf-8")
+    argv = ["finetune", "classify", "--preset", source, "--train", data, "--dev", data, "--text-column", "text",
+            "--label-column", "label", "--output", tmp_path / "run", "--epochs", "1", "--batch-size", "2"]
+    assert cli.main([str(argument) for argument in argv]) == 0
+    assert (tmp_path / "run" / "preset" / "vocab.txt").read_text() == vocabulary.read_text()
+    assert sorted(path.name for path in source.iterdir()) == files  # nothing written beside the checkpoint
+    # A tokenizer.json whose vocabulary does not fit the embeddings is named, in one line.
+    tokenizer = json.loads((source / "tokenizer.json").read_text())
+    tokenizer["model"]["vocab"] = dict(list(tokenizer["model"]["vocab"].items())[:-1])
+    (source / "tokenizer.json").write_text(json.dumps(tokenizer))
+    with pytest.raises(ConversionError, match="tokenizer.json: vocabulary has 29 tokens"):
+        BertPreprocessor.from_preset(source)
