@@ -1,10 +1,11 @@
 """`convert_checkpoint`: foreign checkpoints to our preset folders, and our presets back out.
 
 In:  Hugging Face (BERT, ELECTRA `ElectraModel`/`ElectraForPreTraining`/`ElectraForMaskedLM`, ALBERT with its
-     `spiece.model`), keras-hub (`BertBackbone`, `ElectraBackbone`) or an original Google release (BERT, ELECTRA,
-     ALBERT) -> our preset folder (`config.json`, `vocab.txt` or `spiece.model`, `model.weights.h5`, and the heads'
-     weights when the checkpoint has them). An ELECTRA pair (an original release, or an HF discriminator with
-     `generator=` its generator folder) gives the discriminator's preset with the generator's in `generator/`.
+     `spiece.model`; from transformers 5, `tokenizer.json` instead), keras-hub (`BertBackbone`, `ElectraBackbone`)
+     or an original Google release (BERT, ELECTRA, ALBERT) -> our preset folder (`config.json`, `vocab.txt` or
+     `spiece.model`, `model.weights.h5`, and the heads' weights when the checkpoint has them). An ELECTRA pair (an
+     original release, or an HF discriminator with `generator=` its generator folder) gives the discriminator's
+     preset with the generator's in `generator/`.
 Out: one of our presets (name or folder) -> an HF folder (with the pretraining heads when the preset has them) or
      a keras-hub preset; ELECTRA presets (`"architecture": "electra"`, an ELECTRA run's preset, or an encoder with
      `embedding_dim`) as ELECTRA, ALBERT presets (`"architecture": "albert"`, or `num_groups`) as HF ALBERT.
@@ -18,7 +19,7 @@ import shutil
 import warnings
 
 from keras_bert_app import errors, presets
-from keras_bert_app.convert import detect, resolve, weight_map
+from keras_bert_app.convert import detect, resolve, tokenizer_json, weight_map
 
 SOURCE_FORMATS = ("huggingface", "keras_hub", "google")
 TARGET_FORMATS = ("huggingface", "keras_hub")
@@ -272,11 +273,11 @@ def _clear(output):
 
 
 def _vocabulary(source, config, source_format):
-    """The checkpoint's `vocab.txt` (an HF folder's `tokenizer.json` without one), or its SentencePiece model (ALBERT)."""
+    """The checkpoint's `vocab.txt` or SentencePiece model (ALBERT), or an HF folder's `tokenizer.json` without them."""
     vocabulary = detect.vocabulary_file(source.parent if source.is_file() else source, config, source_format)
     if vocabulary is None:
         name = config["tokenizer"].get("sentencepiece_model") or config["tokenizer"]["vocabulary"]
-        hint = " (transformers 5 saves tokenizer.json only: put the original file beside it)" if name.endswith(".model") else ""
+        hint = " (nor a tokenizer.json)" if source_format == "huggingface" else ""
         raise errors.MissingFileError("source", f"{source}: no vocabulary file {name!r}{hint}.")
     return vocabulary
 
@@ -288,9 +289,8 @@ def _write_preset_files(output, vocabulary, config):
         presets.write_config_entry(output, key, config[key])
     key, name = (("sentencepiece_model", SENTENCEPIECE_FILE) if config["tokenizer"].get("sentencepiece_model")
                  else ("vocabulary", presets.VOCABULARY_FILE))
-    if vocabulary.suffix == ".json":  # an HF tokenizer.json: its WordPiece tokens, one a line
-        (output / name).write_text("".join(f"{token}\n" for token in weight_map.tokenizer_json_vocabulary(vocabulary)),
-                                   encoding="utf-8")
+    if vocabulary.name == tokenizer_json.TOKENIZER_FILE:  # an HF folder saved by transformers 5
+        (output / name).write_bytes(tokenizer_json.file_bytes(vocabulary, name))
     else:
         shutil.copyfile(vocabulary, output / name)
     presets.write_config_entry(output, "tokenizer", {**config["tokenizer"], key: name})

@@ -29,6 +29,7 @@ from keras_bert_app.convert import (
     huggingface_electra,
     keras_hub,
     keras_hub_electra,
+    tokenizer_json,
     weight_map,
 )
 
@@ -41,7 +42,6 @@ ELECTRA_MODULES = (
     ("google", google_electra.is_checkpoint, google_electra),
     ("google", google_albert.is_checkpoint, google_albert),
 )
-HF_TOKENIZER_FILE = "tokenizer.json"  # transformers' fast tokenizer: the WordPiece vocabulary of BERT and ELECTRA
 # Spellings accepted on the command line.
 FORMAT_ALIASES = {"hf": "huggingface", "keras-hub": "keras_hub", "tf": "google"}
 
@@ -88,15 +88,16 @@ def read_config(path, source_format=None):
 
 def vocabulary_file(folder, config, source_format):
     """The file with the checkpoint's vocabulary, or None: the one its config names (`vocab.txt`, ALBERT's
-    SentencePiece model), else an HF folder's `tokenizer.json` (transformers 5 saves no vocab.txt), whose
-    WordPiece tokens `weight_map.tokenizer_json_vocabulary` reads."""
+    SentencePiece model), else an HF folder's `tokenizer.json` (transformers 5 saves neither), of which
+    `tokenizer_json` makes that file."""
     folder = pathlib.Path(folder)
     tokenizer = config["tokenizer"]
     name = tokenizer.get("sentencepiece_model") or tokenizer["vocabulary"]
     if (folder / name).is_file():
         return folder / name
-    if source_format == "huggingface" and name == huggingface.VOCABULARY_FILE and (folder / HF_TOKENIZER_FILE).is_file():
-        return folder / HF_TOKENIZER_FILE
+    derivable = (tokenizer_json.VOCABULARY_FILE, tokenizer_json.SENTENCEPIECE_FILE)
+    if source_format == "huggingface" and name in derivable and (folder / tokenizer_json.TOKENIZER_FILE).is_file():
+        return folder / tokenizer_json.TOKENIZER_FILE
     return None
 
 

@@ -2,7 +2,9 @@
 
 A folder holds `config.json` (an `AlbertConfig`), `model.safetensors` and
 `spiece.model` (the SentencePiece model; `albert/albert-base-v2` has this
-layout). These layouts are read and written:
+layout), or, saved by transformers 5, `tokenizer.json` in its place (of which
+`tokenizer_json` makes the spiece.model, and which sets our tokenizer's
+`lowercase` and `strip_accents`). These layouts are read and written:
 - `AlbertModel`: `embeddings.*` (E wide), `encoder.embedding_hidden_mapping_in`
   (E -> H: our `embedding_projection`), `encoder.albert_layer_groups.{g}.albert_layers.0.*`
   (our shared block `transformer_layer_{g}`), `pooler`.
@@ -21,7 +23,7 @@ the v1 `net_structure_type` options no released model uses.
 import json
 import pathlib
 
-from keras_bert_app.convert import huggingface, weight_map
+from keras_bert_app.convert import huggingface, tokenizer_json, weight_map
 from keras_bert_app.convert.weight_map import ConversionError, Mapping
 
 MODEL_TYPE = "albert"
@@ -50,14 +52,19 @@ def read_config(folder):
     Raises:
         ConversionError: a config our encoder cannot express, named with the
             field; a `spiece.model` that is no SentencePiece model or whose
-            pieces do not match `vocab_size`.
+            pieces do not match `vocab_size`; without one, a `tokenizer.json`
+            that we cannot reproduce or whose pieces do not match.
     """
     folder = pathlib.Path(folder)
     path = folder / huggingface.CONFIG_FILE
     config = huggingface._read_json(path)
     if config.get("model_type") != MODEL_TYPE:
         raise ConversionError(f"{path}: model_type is {config.get('model_type')!r}; expected {MODEL_TYPE!r}.")
-    return config_from_dict(path, config, folder, folder / SENTENCEPIECE_FILE)
+    ours = config_from_dict(path, config, folder, folder / SENTENCEPIECE_FILE)
+    tokenizer_path = folder / tokenizer_json.TOKENIZER_FILE
+    if not (folder / SENTENCEPIECE_FILE).is_file() and tokenizer_path.is_file():  # transformers 5
+        ours["tokenizer"].update(tokenizer_json.unigram_settings(tokenizer_path, ours["encoder"]["vocabulary_size"]))
+    return ours
 
 
 def config_from_dict(path, config, folder, sentencepiece_path):

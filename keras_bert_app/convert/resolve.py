@@ -17,7 +17,7 @@ import os
 import pathlib
 
 from keras_bert_app import errors, presets
-from keras_bert_app.convert import detect
+from keras_bert_app.convert import detect, tokenizer_json
 
 
 class PresetError(errors.ArgumentError, presets.PresetError):
@@ -49,16 +49,42 @@ class ResolvedPreset:
 
         An HF folder saved by transformers 5 holds its WordPiece vocabulary in
         `tokenizer.json` only: then a `vocab.txt` of it, written once into the
-        cache (`derived_vocabulary`), so that every reader of vocab.txt works.
+        cache (`derived_file`), so that every reader of vocab.txt works.
         """
         name = self.config.get("tokenizer", {}).get("vocabulary", presets.VOCABULARY_FILE)
+        path = self._tokenizer_file(name, presets.VOCABULARY_FILE)
+        if path is None:
+            raise PresetError(f"Preset folder {str(self.folder)!r} has no vocabulary {name!r}.")
+        return path
+
+    @property
+    def sentencepiece_model_path(self):
+        """The SentencePiece model of an ALBERT preset (`spiece.model`).
+
+        An HF folder saved by transformers 5 holds it as `tokenizer.json`
+        only: then a `spiece.model` of it, written once into the cache
+        (`derived_file`), as for `vocabulary_path`.
+        """
+        name = self.config.get("tokenizer", {}).get("sentencepiece_model", tokenizer_json.SENTENCEPIECE_FILE)
+        path = self._tokenizer_file(name, tokenizer_json.SENTENCEPIECE_FILE)
+        if path is None:
+            sources = ", ".join(self.config.get("weights", {}).values()) or "none known"
+            raise PresetError(
+                f"Preset {str(self.folder)!r} has no SentencePiece model {name!r}. It comes with the "
+                f"checkpoint [{sources}]: download that folder and convert it with `keras-bert-app convert "
+                "--from huggingface SRC --output PRESET_DIR`, then pass PRESET_DIR."
+            )
+        return path
+
+    def _tokenizer_file(self, name, derived_name):
+        """The folder's file `name`, else `derived_name` made of a foreign folder's tokenizer.json, else None."""
         path = self.folder / name
         if path.is_file():
             return path
         found = detect.vocabulary_file(self.folder, self.config, self.source_format) if self.source_format else None
-        if found is not None and found.suffix == ".json":
-            return derived_vocabulary(found)
-        raise PresetError(f"Preset folder {str(self.folder)!r} has no vocabulary {name!r}.")
+        if found is not None and found.name == tokenizer_json.TOKENIZER_FILE:
+            return derived_file(found, derived_name)
+        return None
 
     @property
     def encoder_weights_path(self):
@@ -139,22 +165,22 @@ def read_config(preset):
     return resolve_preset(preset).config
 
 
-def derived_vocabulary(tokenizer_json):
-    """A `vocab.txt` (one token a line, in id order) of an HF `tokenizer.json`'s WordPiece vocabulary.
+def derived_file(tokenizer_json_path, name):
+    """Our tokenizer file `name` (`vocab.txt` or `spiece.model`) made of an HF `tokenizer.json`.
 
     Written once into `$KERAS_BERT_APP_CACHE/vocabularies/` under a hash of
     the file's bytes (the checkpoint's folder may be read-only), atomically.
     """
-    from keras_bert_app.convert import hub, weight_map
+    from keras_bert_app.convert import hub
 
-    tokenizer_json = pathlib.Path(tokenizer_json)
-    digest = hashlib.sha256(tokenizer_json.read_bytes()).hexdigest()[:20]
-    path = pathlib.Path(hub.cache_root()) / "vocabularies" / digest / presets.VOCABULARY_FILE
+    tokenizer_json_path = pathlib.Path(tokenizer_json_path)
+    digest = hashlib.sha256(tokenizer_json_path.read_bytes()).hexdigest()[:20]
+    path = pathlib.Path(hub.cache_root()) / "vocabularies" / digest / name
     if not path.is_file():
-        tokens = weight_map.tokenizer_json_vocabulary(tokenizer_json)
+        content = tokenizer_json.file_bytes(tokenizer_json_path, name)
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        temporary.write_text("".join(f"{token}\n" for token in tokens), encoding="utf-8")
+        temporary.write_bytes(content)
         os.replace(temporary, path)
     return path
 

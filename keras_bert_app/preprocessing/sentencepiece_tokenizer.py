@@ -308,6 +308,8 @@ class SentencePieceTokenizer(PreprocessingLayer):
 
         Uses `sentencepiece_model` (default `spiece.model`), `lowercase` and
         `strip_accents` from `config.json["tokenizer"]`; `kwargs` override.
+        An HF folder saved by transformers 5 (`tokenizer.json`, no
+        `spiece.model`) works too (`resolve.ResolvedPreset.sentencepiece_model_path`).
 
         Raises:
             keras_bert_app.convert.resolve.PresetError: a preset without its
@@ -318,15 +320,7 @@ class SentencePieceTokenizer(PreprocessingLayer):
 
         resolved = resolve.resolve_preset(name_or_path)
         config = resolved.config.get("tokenizer", {})
-        name = config.get("sentencepiece_model", SENTENCEPIECE_FILE)
-        path = resolved.folder / name
-        if not path.is_file():
-            sources = ", ".join(resolved.config.get("weights", {}).values()) or "none known"
-            raise resolve.PresetError(
-                f"Preset {str(resolved.folder)!r} has no SentencePiece model {name!r}. It comes with the "
-                f"checkpoint [{sources}]: download that folder and convert it with `keras-bert-app convert "
-                "--from huggingface SRC --output PRESET_DIR`, then pass PRESET_DIR."
-            )
+        path = resolved.sentencepiece_model_path
         kwargs.setdefault("lowercase", bool(config.get("lowercase", True)))
         kwargs.setdefault("strip_accents", bool(config.get("strip_accents", True)))
         return cls(proto=path, **kwargs)
