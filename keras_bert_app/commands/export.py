@@ -12,7 +12,10 @@ def add_arguments(parser):
     parser.add_argument("--model", required=True, help="fine-tuned run folder or preset (name or folder)")
     parser.add_argument("--output", required=True, help="EXPORT_BASE: TF Serving's model base folder")
     parser.add_argument("--version", type=int, default=None, help="version number (default: next free)")
-    parser.add_argument("--sequence-length", type=int, default=None, help="default: the run's, else 128")
+    parser.add_argument(
+        "--sequence-length", type=int, default=None,
+        help="default: the run's, else 128 (or the model's max_sequence_length when shorter)",
+    )
     parser.add_argument("--text-pair", action="store_true", default=None, help="serve text_a + text_b")
     parser.add_argument(
         "--no-bucketing", action="store_true",

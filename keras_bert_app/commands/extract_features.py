@@ -15,7 +15,10 @@ def add_arguments(parser):
     parser.add_argument("--preset", required=True, help="preset name or folder (with weights)")
     parser.add_argument("--output", required=True, help="JSON lines file to write")
     parser.add_argument("--layers", default="-1,-2,-3,-4", help="comma-separated layer indices (default -1,-2,-3,-4)")
-    parser.add_argument("--sequence-length", type=int, default=128, help="tokens per example (default 128)")
+    parser.add_argument(
+        "--sequence-length", type=int,
+        help="tokens per example (default 128, or the preset's max_sequence_length when shorter)",
+    )
     parser.add_argument("--batch-size", type=int, default=8, help="batch size (default 8)")
     parser.add_argument(
         "--no-bucketing", action="store_true",

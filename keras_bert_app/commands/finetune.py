@@ -84,7 +84,8 @@ def _add_common_arguments(parser, defaults):
     )
     parser.add_argument(
         "--sequence-length", type=int,
-        help=f"tokens per packed example; longer ones are truncated (default {defaults['sequence_length']})",
+        help=f"tokens per packed example; longer ones are truncated (default {defaults['sequence_length']}, or the "
+        "preset's max_sequence_length when shorter)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of initialisation, dropout and shuffling")
     xla = parser.add_mutually_exclusive_group()

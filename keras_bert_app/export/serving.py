@@ -147,7 +147,7 @@ def export_for_serving(
             serve its features or (with a `pretrain` run's heads) the masked
             LM; "auto" picks masked_lm when the heads are there.
         sequence_length: int. For a folder: the served length (None: the
-            run's, else 128).
+            run's, else 128 or the encoder's max_sequence_length when shorter).
         bucketing: bool. Run the model on each request batch at its longest
             input rounded up to a bucket length (16, 32, 64, 128, then
             multiples of 128, up to S; `data.bucketing`), so a short request
@@ -173,6 +173,8 @@ def export_for_serving(
     elif head != "auto" or sequence_length is not None:
         raise errors.ArgumentError("head", "export_for_serving: head and sequence_length apply to a folder, not a model.")
     task = task or _task_for(model)
+    if task is not None:
+        task.sequence_length = preprocessor.sequence_length  # the task as served (a fresh copy of the run's)
     serving_task = task_of(model, task)
     settings = {**SERVING_DEFAULTS, **(task.serving_defaults() if task is not None else {})}
     given = {"text_pair": text_pair, "max_query_length": max_query_length, "max_answer_length": max_answer_length}
@@ -185,6 +187,11 @@ def export_for_serving(
             f"export_for_serving: the preprocessor's vocabulary has {vocabulary_size} "
             f"tokens but the model's token embedding has {encoder.vocabulary_size} rows.",
         )
+    if preprocessor.sequence_length > encoder.max_sequence_length:
+        raise errors.ArgumentError(
+            "preprocessor", f"export_for_serving: the preprocessor's sequence_length {preprocessor.sequence_length} "
+            f"is longer than the model's max_sequence_length {encoder.max_sequence_length}.",
+        )
     if label_names is not None:
         classes = model.num_classes if serving_task in ("classification", "token_classification") else None
         if classes is None or len(label_names) != classes:
@@ -196,6 +203,9 @@ def export_for_serving(
         raise errors.ArgumentError(
             "text_pair", f"export_for_serving: text_pair applies to classifiers and features, not {serving_task}."
         )
+    if (settings["text_pair"] or serving_task == "question_answering") and encoder.num_segments < 2:
+        raise errors.ArgumentError("model", f"export_for_serving: {serving_task} with two segments needs an encoder "
+                                   f"with 2 segment types; this one has {encoder.num_segments} (type_vocab_size).")
     if keras.config.backend() not in ("tensorflow", "jax"):
         raise errors.ArgumentError(
             "model",
@@ -218,6 +228,7 @@ def export_for_serving(
 def _from_folder(folder, preprocessor, head, sequence_length, label_names):
     """`(model, preprocessor, task or None, label names)` of a run or preset folder."""
     from keras_bert_app.export.preset_loading import load_for_serving
+    from keras_bert_app.models.sequence_length import sequence_length_for
     from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
     from keras_bert_app.tasks.base import check_preset
     from keras_bert_app.tasks.registry import task_from_entry
@@ -229,7 +240,7 @@ def _from_folder(folder, preprocessor, head, sequence_length, label_names):
         if sequence_length is not None:
             errors.check_int("sequence_length", sequence_length, minimum=3)
         run_length = entry.get("data", {}).get("sequence_length")  # how the finetune run packed its input
-        length = sequence_length or run_length or DEFAULT_SEQUENCE_LENGTH
+        length = sequence_length_for(folder, sequence_length, run_length or DEFAULT_SEQUENCE_LENGTH)
         preprocessor = BertPreprocessor.from_preset(folder, sequence_length=length)
     if label_names is None:
         label_names = entry.get("label_names")

@@ -296,6 +296,10 @@ class Task:
         """The head's constructor arguments (`num_classes`, ...)."""
         return {}
 
+    def num_segments(self):
+        """Segments an example is packed into (2: `[CLS] A [SEP] B [SEP]`); the encoder needs as many."""
+        return 2
+
     def build_model(self, preset):
         """The task model on the preset's encoder, or the preset's own fine-tuned task."""
         return self.model_class().from_preset(preset, **self.model_arguments())

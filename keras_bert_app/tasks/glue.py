@@ -62,5 +62,8 @@ class GlueClassification(TextClassification):
     def metric_names(self):
         return ("pearson", "spearman") if self.label_names is None else self.table().metrics
 
+    def num_segments(self):
+        return 2 if self.table().text_pair_column is not None else 1
+
     def serving_defaults(self):
         return {"text_pair": self.table().text_pair_column is not None}

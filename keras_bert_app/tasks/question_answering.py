@@ -203,7 +203,10 @@ class QuestionAnswering(Task):
 
     # === Serving ===
     def serving_defaults(self):
-        return {name: self.options[name] for name in ("max_query_length", "max_answer_length")}
+        # The featurizer refuses a question that leaves no room for the context (more than S - 4 pieces), so
+        # a run at a short sequence length S kept at most S - 4 question pieces, whatever max_query_length says.
+        return {"max_query_length": min(self.options["max_query_length"], self.sequence_length - 4),
+                "max_answer_length": self.options["max_answer_length"]}
 
     def serving_head(self, model, preprocessor, label_names=None, text_pair=False, **settings):
         from keras_bert_app.export.question_answering_head import QuestionAnsweringHead

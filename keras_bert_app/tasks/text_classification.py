@@ -83,6 +83,9 @@ class TextClassification(Task):
     def model_arguments(self):
         return {"num_classes": 1 if self.label_names is None else len(self.label_names)}
 
+    def num_segments(self):
+        return 2 if self.options["text_pair_column"] else 1
+
     # === Predictions and scores ===
     def decode(self, split, logits):
         if self.label_names is None:

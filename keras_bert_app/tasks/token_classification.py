@@ -59,6 +59,9 @@ class TokenClassification(Task):
     def model_arguments(self):
         return {"num_classes": len(self.label_names)}
 
+    def num_segments(self):
+        return 1
+
     def decode(self, split, logits):
         from keras_bert_app.data.conll import decode_tags
 

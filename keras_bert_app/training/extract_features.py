@@ -19,9 +19,11 @@ from typing import Callable, Optional, Sequence, Union
 
 from keras_bert_app import errors
 from keras_bert_app.data.text_file import open_text
+from keras_bert_app.models.sequence_length import sequence_length_for
 from keras_bert_app.tasks.base import check_preset
 
 PAIR_SEPARATOR = " ||| "
+DEFAULT_SEQUENCE_LENGTH = 128
 
 
 def extract_features(
@@ -29,7 +31,7 @@ def extract_features(
     preset: Union[str, os.PathLike],
     output: Union[str, os.PathLike],
     layers: Sequence[int] = (-1, -2, -3, -4),
-    sequence_length: int = 128,
+    sequence_length: Optional[int] = None,
     batch_size: int = 8,
     *,
     bucketing: bool = True,
@@ -42,7 +44,8 @@ def extract_features(
         preset: str or path. A preset name or folder (with weights).
         output: str or path. The JSON lines file to write.
         layers: sequence of int. Encoder layer indices (negative from the top).
-        sequence_length: int. Tokens per example (longer ones are truncated).
+        sequence_length: int or None. Tokens per example (longer ones are
+            truncated); None: 128, or the encoder's `max_sequence_length` when shorter.
         batch_size: int.
         bucketing: bool. Pad each batch to its longest example rounded up
             to a bucket length (`data.bucketing`; batches stay in input
@@ -66,7 +69,9 @@ def extract_features(
     layers = tuple(errors.check_int("layers", layer) for layer in layers)
     if not layers:
         raise errors.ArgumentError("layers", "layers must name at least one layer.")
-    errors.check_int("sequence_length", sequence_length, minimum=3)
+    if sequence_length is not None:
+        errors.check_int("sequence_length", sequence_length, minimum=3)
+    sequence_length = sequence_length_for(preset, sequence_length, DEFAULT_SEQUENCE_LENGTH)
     errors.check_int("batch_size", batch_size, minimum=1)
     errors.check_type("bucketing", bucketing, bool)
     with open_text(input_path) as file:  # UTF-8, with or without a byte-order mark
@@ -89,6 +94,9 @@ def extract_features(
     from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 
     extractor = BertFeatureExtractor.from_preset(preset, layers=layers, combine="concat")
+    if paired and extractor.encoder.num_segments < 2:
+        raise errors.DataError(f"{input_path}: holds '{PAIR_SEPARATOR.strip()}' pairs, but the preset's encoder has "
+                               f"{extractor.encoder.num_segments} segment type (type_vocab_size): single texts only.")
     preprocessor = BertPreprocessor.from_preset(preset, sequence_length=sequence_length)
     segments = tuple(zip(*texts)) if paired else ([text[0] for text in texts],)
     dataset = tf.data.Dataset.from_tensor_slices(tuple(list(s) for s in segments)).batch(batch_size)

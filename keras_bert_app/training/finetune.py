@@ -28,6 +28,7 @@ from typing import Callable, Optional, Union
 
 from keras_bert_app import errors
 from keras_bert_app.data.bucketing import describe as describe_padding
+from keras_bert_app.models.sequence_length import sequence_length_for
 from keras_bert_app.tasks.base import Task, check_preset
 from keras_bert_app.tasks.registry import resolve_task
 
@@ -83,7 +84,8 @@ def finetune(
             A.3: 3, SQuAD 2).
         batch_size: int. (None: 32.)
         learning_rate: float. Peak learning rate (None: 2e-5; NER 5e-5; SQuAD 3e-5).
-        sequence_length: int. Tokens per packed example (None: 128; SQuAD 384).
+        sequence_length: int. Tokens per packed example (None: 128, SQuAD 384, or
+            the encoder's `max_sequence_length` when shorter; a longer one is refused).
         seed: int. Seed of initialisation, dropout and shuffling.
         jit_compile: "auto", True or False. XLA: "auto" is XLA on JAX, and
             on TensorFlow with a GPU or TPU or without `bucketing`; on a
@@ -131,9 +133,9 @@ def finetune(
         "learning_rate", defaults["learning_rate"] if learning_rate is None else learning_rate,
         minimum=0, minimum_inclusive=False,
     )
-    sequence_length = errors.check_int(
-        "sequence_length", defaults["sequence_length"] if sequence_length is None else sequence_length, minimum=3
-    )
+    if sequence_length is not None:
+        errors.check_int("sequence_length", sequence_length, minimum=3)
+    sequence_length = sequence_length_for(preset, sequence_length, defaults["sequence_length"])
     errors.check_int("seed", seed, minimum=0)
     errors.check_type("bucketing", bucketing, bool)
     if jit_compile != "auto":
@@ -175,6 +177,12 @@ def finetune(
             "each epoch is one step on all of them."
         )
     model = task.build_model(preset)
+    if task.num_segments() > model.encoder.num_segments:
+        raise errors.ArgumentError(
+            "preset", f"the {task.NAME} task packs {task.num_segments()} segments (segment ids 0 and 1), but the "
+            f"preset's encoder has {model.encoder.num_segments} segment type (type_vocab_size); it reads single "
+            "texts only.",
+        )
     model.compile(
         learning_rate=learning_rate, total_steps=steps_per_epoch * epochs,
         jit_compile=jit_compile_for_lengths(bucketing, jit_compile),

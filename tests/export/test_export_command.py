@@ -58,9 +58,9 @@ def test_export_command_serves_a_finetuned_run(tmp_path, monkeypatch, capsys):
     assert "exists" in err and len(err.strip().splitlines()) == 1
 
 
-def _tiny_encoder():
+def _tiny_encoder(max_sequence_length=32):
     return BertEncoder(vocabulary_size=30522, num_layers=1, num_heads=2, hidden_dim=8,
-                       intermediate_dim=16, max_sequence_length=32)
+                       intermediate_dim=16, max_sequence_length=max_sequence_length)
 
 
 def _capture_exports(monkeypatch):
@@ -104,7 +104,7 @@ def test_export_command_takes_squad_and_ner_settings_from_the_run(tmp_path, monk
     assert qa_call["preprocessor"].sequence_length == 24
     assert type(ner_call["model"]).__name__ == "BertTokenClassifier"
     assert ner_call["head"].label_names == ["O", "B-PER", "I-PER"]
-    assert ner_call["preprocessor"].sequence_length == 128  # no run settings: the default
+    assert ner_call["preprocessor"].sequence_length == 32  # no run settings: the default 128, cut to the 32 positions
     # The library takes the folder too, and the arguments override the run's settings.
     kba.export_for_serving(qa_run, tmp_path / "qa2", max_answer_length=7, sequence_length=20)
     assert (calls[-1]["head"].max_query_length, calls[-1]["head"].max_answer_length) == (6, 7)
@@ -156,7 +156,7 @@ def test_readme_export_lines_and_bad_input(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     tokenizer = BertTokenizer.from_preset("bert_tiny_uncased")
     for folder in ("RUN/preset", "RUN_OR_PRESET_DIR"):
-        BertClassifier(_tiny_encoder(), num_classes=2).save_to_preset(tmp_path / folder, label_names=["a", "b"])
+        BertClassifier(_tiny_encoder(128), num_classes=2).save_to_preset(tmp_path / folder, label_names=["a", "b"])
         tokenizer.save_to_preset(tmp_path / folder)
     calls = _capture_exports(monkeypatch)
     serving_line = README_SERVING.replace("/models/", f"{tmp_path}/models/")
