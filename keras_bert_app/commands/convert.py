@@ -3,6 +3,8 @@
 In:  keras-bert-app convert --from {google,huggingface,keras-hub} SRC --output PRESET_DIR
      [--generator HF_GENERATOR_DIR]   (an HF ELECTRA discriminator + its generator: the pair's preset)
 Out: keras-bert-app convert --to {huggingface,keras-hub} PRESET --output DIR
+An HF BERT task class (`BertForSequenceClassification`, ...) becomes the fine-tuned preset `finetune` writes, and
+such a preset goes out to HF as that class.
 """
 
 SOURCE_FORMATS = ("google", "huggingface", "keras-hub")
@@ -58,13 +60,27 @@ def run(args):
     if args.target_format:
         print(f"Wrote {args.target_format.replace('-', '_')} checkpoint {folder}.")
         return 0
-    config = presets.read_config(folder)["encoder"]
+    preset = presets.read_config(folder)
+    config = preset["encoder"]
     heads = any((folder / name).is_file() for name in HEAD_FILES)
     embedding = f", embeddings {config['embedding_dim']}" if config.get("embedding_dim") else ""
     print(
         f"Wrote preset {folder}: {config['num_layers']} layers, hidden "
         f"{config['hidden_dim']}{embedding}, vocabulary {config['vocabulary_size']}"
-        + (", with pretraining heads" if heads else " (encoder only)")
+        + (_task_summary(preset["task"]) if "task" in preset
+           else ", with pretraining heads" if heads else " (encoder only)")
         + (f"; generator in {folder / GENERATOR_FOLDER}." if (folder / GENERATOR_FOLDER).is_dir() else ".")
     )
     return 0
+
+
+def _task_summary(entry):
+    """What a converted task checkpoint became, and what `predict` reads with it."""
+    data = entry.get("data", {})
+    names = entry.get("label_names")
+    labels = f" (labels {', '.join(names)})" if names else " (regression)" if data.get("regression") else ""
+    inputs = {"classify": f"CSV/TSV/JSONL with a {data.get('text_column')!r} column",
+              "ner": "CoNLL column files", "squad": "SQuAD JSON (`predict squad --data`)",
+              "swag": f"SWAG CSV with {data.get('num_choices')} endings"}.get(data.get("reader"), "its task's files")
+    return (f", a fine-tuned {entry['class_name']}{labels}; `predict` reads {inputs} "
+            "(the 'data' of the 'task' entry in its config.json)")

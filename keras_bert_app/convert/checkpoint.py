@@ -5,7 +5,8 @@ In:  Hugging Face (BERT, ELECTRA `ElectraModel`/`ElectraForPreTraining`/`Electra
      or an original Google release (BERT, ELECTRA, ALBERT) -> our preset folder (`config.json`, `vocab.txt` or
      `spiece.model`, `model.weights.h5`, and the heads' weights when the checkpoint has them). An ELECTRA pair (an
      original release, or an HF discriminator with `generator=` its generator folder) gives the discriminator's
-     preset with the generator's in `generator/`.
+     preset with the generator's in `generator/`. HF BERT task classes (`BertForSequenceClassification`, ...)
+     give the fine-tuned task preset a `finetune` run writes, and such presets go back out as them (`task_checkpoint`).
 Out: one of our presets (name or folder) -> an HF folder (with the pretraining heads when the preset has them) or
      a keras-hub preset; ELECTRA presets (`"architecture": "electra"`, an ELECTRA run's preset, or an encoder with
      `embedding_dim`) as ELECTRA, ALBERT presets (`"architecture": "albert"`, or `num_groups`) as HF ALBERT.
@@ -19,7 +20,7 @@ import shutil
 import warnings
 
 from keras_bert_app import errors, presets
-from keras_bert_app.convert import detect, resolve, tokenizer_json, weight_map
+from keras_bert_app.convert import detect, huggingface_heads, resolve, task_checkpoint, tokenizer_json, weight_map
 
 SOURCE_FORMATS = ("huggingface", "keras_hub", "google")
 TARGET_FORMATS = ("huggingface", "keras_hub")
@@ -125,8 +126,11 @@ def import_checkpoint(source, output, source_format=None, generator=None):
     vocabulary = _vocabulary(source, config, source_format)
     output.mkdir(parents=True, exist_ok=True)
     _clear(output)
+    head = huggingface_heads.task_head(source) if source_format == "huggingface" else None  # a BERT task class
     if config.get("architecture") == ELECTRA:
         heads = _import_electra(source, output, source_format, config, generator)
+    elif head is not None and generator is None:
+        heads = task_checkpoint.import_task(source, output, config, head)  # a fine-tuned task preset
     else:
         if generator is not None:
             raise errors.ArgumentError(
@@ -312,6 +316,7 @@ def export_preset(preset, output, target_format):
     from keras_bert_app.convert import huggingface, huggingface_electra, keras_hub, keras_hub_electra
     from keras_bert_app.models.bert_encoder import BertEncoder
     from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
+    from keras_bert_app.models.electra_discriminator import HEAD_WEIGHTS_FILE as DISCRIMINATOR_FILE
     from keras_bert_app.models.electra_discriminator import ElectraDiscriminator
 
     target_format = _format_argument("target_format", target_format, TARGET_FORMATS)
@@ -319,9 +324,11 @@ def export_preset(preset, output, target_format):
     if is_albert(resolved.config):
         return _export_albert(preset, resolved, output, target_format)
     electra = is_electra(resolved.config)
+    if target_format == "huggingface" and not electra and "class_name" in resolved.config.get("task", {}):
+        return task_checkpoint.export_task(preset, resolved, output)  # a fine-tuned task: the HF task class
     writers = {"huggingface": huggingface_electra if electra else huggingface,
                "keras_hub": keras_hub_electra if electra else keras_hub}
-    if target_format == "huggingface" and electra and _has_discriminator_head(resolved.folder):
+    if target_format == "huggingface" and electra and (resolved.folder / DISCRIMINATOR_FILE).is_file():
         model = ElectraDiscriminator.from_preset(preset)
     elif target_format == "huggingface" and electra and ELECTRA_PRETRAINER_ENTRY in resolved.config:
         model = _discriminator_of_run(preset)
@@ -361,13 +368,6 @@ def _discriminator_of_run(preset):
     discriminator = ElectraDiscriminator(pretrainer.encoder)
     discriminator.discriminator_head.set_weights(pretrainer.discriminator_head.get_weights())
     return discriminator
-
-
-def _has_discriminator_head(folder):
-    """A converted discriminator's head (`discriminator.weights.h5`)."""
-    from keras_bert_app.models.electra_discriminator import HEAD_WEIGHTS_FILE
-
-    return (folder / HEAD_WEIGHTS_FILE).is_file()
 
 
 def is_albert(config):

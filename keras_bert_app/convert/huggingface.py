@@ -224,7 +224,7 @@ def load_weights(model, path):
     """
     tensors, source_name = read_tensors(path)
     encoder = getattr(model, "encoder", model)
-    prefix = _encoder_prefix(tensors)
+    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
     layer_norm_names = _layer_norm_names(tensors)
     ignored = IGNORED + ("cls.predictions.decoder.",)
     tensors = with_decoder_bias(tensors, "cls.predictions.")
@@ -259,8 +259,6 @@ def save(model, folder, vocabulary_path, lowercase):
     `tokenizer_config.json` (`do_lower_case`), which transformers'
     `from_pretrained` reads.
     """
-    from safetensors.numpy import save_file
-
     encoder = getattr(model, "encoder", model)
     weight_map.check_vocabulary(vocabulary_path, encoder.vocabulary_size)
     if hasattr(model, "masked_lm_head"):
@@ -270,11 +268,18 @@ def save(model, folder, vocabulary_path, lowercase):
     else:
         architecture = "BertModel"
         mappings = encoder_mappings(encoder.num_layers)
+    tensors = weight_map.export_mapped(model, mappings)
+    return write_folder(folder, tensors, hf_config(encoder, architecture), vocabulary_path, lowercase)
+
+
+def write_folder(folder, tensors, config, vocabulary_path, lowercase):
+    """An HF BERT folder: `model.safetensors`, `config.json`, `vocab.txt`, `tokenizer_config.json`."""
+    from safetensors.numpy import save_file
+
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tensors = weight_map.export_mapped(model, mappings)
     save_file(tensors, str(folder / SAFETENSORS_FILE), metadata={"format": "pt"})
-    _write_json(folder / CONFIG_FILE, hf_config(encoder, architecture))
+    _write_json(folder / CONFIG_FILE, config)
     _write_json(folder / TOKENIZER_CONFIG_FILE, {"do_lower_case": bool(lowercase), "tokenizer_class": "BertTokenizer"})
     (folder / VOCABULARY_FILE).write_text(pathlib.Path(vocabulary_path).read_text(encoding="utf-8"), encoding="utf-8")
     return folder
@@ -305,10 +310,6 @@ def hf_config(encoder, architecture):
         "position_embedding_type": "absolute",
         "pad_token_id": 0,
     }
-
-
-def _encoder_prefix(tensors):
-    return "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
 
 
 def with_decoder_bias(tensors, head):

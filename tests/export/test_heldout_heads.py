@@ -28,7 +28,7 @@ def test_converted_checkpoint_serves_what_transformers_computes_at_its_40_positi
     embeddings past 40: a long request failed in serving), bucketed or not, equal to transformers' encoder."""
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    reference, preset = converted("BertForSequenceClassification", tmp_path, num_labels=5)
+    reference, preset = converted("BertModel", tmp_path)  # (a task class converts to its task: its own export)
     exports = [_export(preset, tmp_path / "bucketed"), _export(preset, tmp_path / "fixed", "--no-bucketing")]
     metadata = json.loads((exports[0] / "assets.extra" / "keras_bert_app.json").read_text())
     assert (metadata["sequence_length"], metadata["bucket_lengths"]) == (40, [16, 32, 40])
@@ -38,7 +38,7 @@ def test_converted_checkpoint_serves_what_transformers_computes_at_its_40_positi
     tokenizer = transformers.BertTokenizer(vocab=str(tmp_path / "hf" / "vocab.txt"), do_lower_case=True)
     inputs = tokenizer(TEXTS, padding="max_length", max_length=40, truncation=True, return_tensors="pt")
     with torch.no_grad():
-        expected = reference.bert(**inputs)
+        expected = reference(**inputs)
     real = inputs["attention_mask"].numpy().astype(bool)
     for index, outputs in enumerate(served):
         assert not isinstance(outputs, str), outputs
