@@ -75,7 +75,9 @@ def read_lines(path):
     """Yield `(line_number, text)` for each line of a corpus file.
 
     Lines are decoded as strict UTF-8 and stripped of surrounding whitespace;
-    a blank line yields an empty string (a document boundary).
+    a blank line yields an empty string (a document boundary). Lines may end
+    in LF, CRLF or a bare CR (old Mac files, some exports): a CR not followed
+    by LF ends a line too, so such a file is not read as one long line.
 
     Raises:
         ValueError: for bytes that are not UTF-8 or a corrupt `.gz` file,
@@ -84,7 +86,8 @@ def read_lines(path):
     line_number = 0
     try:
         with _open_binary(path) as stream:
-            for line_number, raw in enumerate(stream, start=1):
+            for raw in _split_bare_cr(stream):
+                line_number += 1
                 try:
                     text = raw.decode("utf-8")
                 except UnicodeDecodeError as error:
@@ -101,6 +104,16 @@ def read_lines(path):
         raise ValueError(
             f"{path}:{line_number + 1}: cannot read: {error}"
         ) from None
+
+
+def _split_bare_cr(stream):
+    """The lines of a binary stream, a CR not followed by LF also ending a line."""
+    for raw in stream:
+        if b"\r" not in raw.rstrip(b"\r\n"):
+            yield raw
+            continue
+        body = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1] if raw.endswith((b"\n", b"\r")) else raw
+        yield from body.split(b"\r")
 
 
 class TokenizedCorpus:

@@ -68,7 +68,8 @@ def dynamic_pretraining_dataset(
             the dataset is built).
         entity_masking: bool. With `segmenter="jieba"`, named entities are
             units (see `segmentation.jieba_entity_segmenter`).
-        log: optional callable taking a str: gets the segmentation summary
+        log: optional callable taking a str: gets a line on the corpus
+            (documents, sentences, tokens, files), the segmentation summary
             (and, for `sop`, the number of one-sentence documents skipped).
         pairing: str. `nsp`, `sop` or `full_sentences` (see
             `InstanceMaker`); `full_sentences` packs each epoch's documents
@@ -86,7 +87,13 @@ def dynamic_pretraining_dataset(
 
     scheme = masking_scheme(masking, max_ngram, whole_word_masking, segmenter)
     segment = resolve_segmenter(segmenter, entities=entity_masking)
-    corpus = tokenize_corpus(expand_input_files(input_files), tokenizer, segmenter=segment)
+    files = expand_input_files(input_files)
+    corpus = tokenize_corpus(files, tokenizer, segmenter=segment)
+    if log is not None:
+        log(
+            f"Corpus: {corpus.num_documents:,} documents, {corpus.num_sentences:,} sentences, "
+            f"{len(corpus.token_ids):,} tokens from {len(files)} file(s)."
+        )
     if corpus.segmentation is not None and log is not None:
         log(summary_line(corpus.segmentation))
     skipped = check_pairing_corpus(corpus, pairing, "The corpus")

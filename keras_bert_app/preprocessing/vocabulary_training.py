@@ -33,23 +33,24 @@ SLACK = 0.05  # the size may end up to 5% below the target (tensorflow-text's de
 
 
 def corpus_words(corpus_files, lowercase=True):
-    """A tf.data.Dataset of 1-D batches of normalised words from text files."""
+    """Yield 1-D `tf.string` tensors of normalised words, a batch of lines at a time, from text files.
+
+    Lines are read by `_line_batches` (the pretraining data's reader), words
+    split and normalised in a traced TensorFlow function, as `BertTokenizer`
+    does.
+    """
     import tensorflow as tf
 
     from keras_bert_app.preprocessing import bert_normalization
 
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def words_of(lines):  # [lines] -> [words]
-        lines = bert_normalization.valid_utf8(lines)
         words, _, _ = bert_normalization.split_words_with_offsets(lines, lowercase)
         words = bert_normalization.normalize(words.flat_values, lowercase)
         return tf.boolean_mask(words, tf.strings.length(words) > 0)
 
-    files = [str(path) for path in corpus_files]
-    return (
-        tf.data.TextLineDataset(files)
-        .batch(LINES_PER_BATCH)
-        .map(words_of, num_parallel_calls=tf.data.AUTOTUNE)
-    )
+    for batch in _line_batches([str(path) for path in corpus_files]):
+        yield words_of(tf.constant(batch))
 
 
 def corpus_word_counts(corpus_files, lowercase=True):
@@ -58,6 +59,30 @@ def corpus_word_counts(corpus_files, lowercase=True):
     for words in corpus_words(corpus_files, lowercase):
         counts.update(words.numpy().tolist())
     return [(word.decode("utf-8"), count) for word, count in counts.items()]
+
+
+def _line_batches(files):
+    """Batches of `LINES_PER_BATCH` lines, read as the pretraining data reads them (`corpus.read_lines`).
+
+    Strict UTF-8 (another encoding is refused naming its file and line, not
+    learned from as replacement characters), `.gz` files decompressed, LF,
+    CRLF or bare-CR line ends.
+    """
+    from keras_bert_app.data.corpus import read_lines
+
+    batch = []
+    for path in files:
+        try:
+            for _, line in read_lines(path):
+                if line:
+                    batch.append(line)
+                    if len(batch) == LINES_PER_BATCH:
+                        yield batch
+                        batch = []
+        except ValueError as error:
+            raise errors.DataError(str(error)) from None
+    if batch:
+        yield batch
 
 
 def build_vocabulary(

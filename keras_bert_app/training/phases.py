@@ -217,19 +217,26 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
                 keras.callbacks.CSVLogger(str(run_dir / "metrics.csv"), append=True),
                 keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=max(1, every // 10)),
             ]
+        counter = _batch_counter()
+        callbacks.append(counter)
         build_without_reading(pretrainer, dataset)
         with warnings.catch_warnings():
             # Without NSP (masked LM only, ELECTRA) no loss reads the pooler: expected, not worth a warning.
             warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler/")
-            pretrainer.fit(
-                dataset,
-                epochs=phase.end // every,
-                initial_epoch=first // every,
-                steps_per_epoch=every * batches,
-                callbacks=callbacks,
-                shuffle=False,  # the datasets shuffle, with a seed
-                verbose=settings.verbose,
-            )
+            try:
+                pretrainer.fit(
+                    dataset,
+                    epochs=phase.end // every,
+                    initial_epoch=first // every,
+                    steps_per_epoch=every * batches,
+                    callbacks=callbacks,
+                    shuffle=False,  # the datasets shuffle, with a seed
+                    verbose=settings.verbose,
+                )
+            except UnboundLocalError:  # Keras 3.15's JAX trainer on data that gives no batch at all
+                if counter.batches:
+                    raise
+        _check_data_lasted(counter.batches, (phase.end - first) * batches, current)
     if chief:
         write_preset(pretrainer, settings.preset, run_dir / PRESET_FOLDER, resolved)
         settings.say(f"Done: {settings.steps} steps. Preset: {run_dir / PRESET_FOLDER}")
@@ -252,3 +259,43 @@ def build_without_reading(model, dataset):
     build = getattr(model, "_maybe_symbolic_build", None) or getattr(model, "_symbolic_build", None)
     if build is not None:
         build(data_batch=dataset.element_spec)
+
+
+def _batch_counter():
+    """A Keras callback whose `batches` is the number of batches `fit` trained on (per epoch, the last batch index + 1)."""
+    import keras
+
+    class BatchCounter(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.per_epoch = {}
+            self.epoch = None
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.epoch = epoch
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.per_epoch[self.epoch] = max(self.per_epoch.get(self.epoch, 0), batch + 1)
+
+        @property
+        def batches(self):
+            return sum(self.per_epoch.values())
+
+    return BatchCounter()
+
+
+def _check_data_lasted(trained, expected, settings):
+    """A `DataError` when `fit` stopped early: the repeated data ran dry, i.e. one pass gives no full batch.
+
+    The datasets repeat forever and keep full batches only, so they run out
+    only when a whole pass over the data (a dynamic-masking corpus is batched
+    pass by pass) holds fewer examples than one batch; `fit` then stops with
+    a warning, and the run would say it was done after training on nothing.
+    """
+    if trained >= expected:
+        return
+    source = f"corpus {', '.join(settings.corpus)}" if settings.data is None else f"records {settings.data}"
+    raise errors.DataError(
+        f"The {source} ran out after {trained} of {expected} batches: one pass over it gives fewer than one "
+        f"batch of {settings.batch_size} pairs. Pass a smaller --batch-size (or more text)."
+    )
