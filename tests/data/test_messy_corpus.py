@@ -7,27 +7,15 @@ silently as replacement characters or compressed bytes, and no run says it is do
 """
 
 import gzip
-import re
 
 import pytest
 
 from keras_bert_app import cli
+from tests.data.test_messy_input import assert_one_line, run_cli
 from tests.tasks.tiny_presets import SPECIALS, write_tiny_preset
 
 WORDS = [f"w{i}" for i in range(30)]
 TEXT = "Der Bär aß süße Früchte.\nÜber die Brücke.\n\nLes élèves étudient à l'école.\n"
-
-
-def run_cli(argv, capsys):
-    code = cli.main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def assert_one_line(code, err, pattern):
-    assert code == 2, err
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
-    assert re.search(pattern, err), err
 
 
 def build_vocab(corpus, output):
