@@ -5,6 +5,8 @@
     keras-bert-app create-pretraining-data --input zh/*.txt --output data/ \\
         --vocab bert_chinese_vocab.txt --whole-word-masking --segmenter jieba
     keras-bert-app create-pretraining-data --input wiki/*.txt --output sop/ --vocab vocab.txt --pairing sop
+    keras-bert-app create-pretraining-data --input wiki/*.txt --output albert/ --preset albert_folder/ \
+        --pairing sop --masking ngram
 """
 
 import argparse
@@ -41,9 +43,13 @@ def add_arguments(parser):
     parser.add_argument("--input", nargs="+", required=True, metavar="FILE",
                         help="corpus files or globs (.gz allowed): one sentence per line, blank line between documents")
     parser.add_argument("--output", required=True, metavar="DIR", help="directory for the *.tfrecord shards")
-    parser.add_argument("--vocab", required=True, metavar="FILE", help="WordPiece vocabulary, one token a line")
-    parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=True,
-                        help="lowercase and strip accents (uncased models)")
+    tokenizer = parser.add_mutually_exclusive_group(required=True)
+    tokenizer.add_argument("--vocab", metavar="FILE", help="WordPiece vocabulary, one token a line")
+    tokenizer.add_argument("--preset", metavar="PRESET",
+                           help="tokenize as this preset does (name or folder): its WordPiece vocabulary and casing, "
+                                "or ALBERT's SentencePiece model (whole words: a \u2581 piece and the pieces after it)")
+    parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
+                        help="with --vocab: lowercase and strip accents (uncased models; the default)")
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--max-predictions-per-seq", type=int, default=20)
     parser.add_argument("--masked-lm-prob", type=float, default=0.15)
@@ -64,8 +70,8 @@ def run(args):
     summary = create_pretraining_data(
         args.input,
         args.output,
-        args.vocab,
-        lowercase=args.lowercase,
+        _tokenizer(args),
+        lowercase=True if args.lowercase is None else args.lowercase,
         max_seq_length=args.max_seq_length,
         max_predictions_per_seq=args.max_predictions_per_seq,
         masked_lm_prob=args.masked_lm_prob,
@@ -92,6 +98,20 @@ def run(args):
         f"({summary['seconds']:.1f} s)"
     )
     return 0
+
+
+def _tokenizer(args):
+    """The --vocab file, or the --preset's own tokenizer (its casing: --lowercase is refused with it)."""
+    if args.vocab is not None:
+        return args.vocab
+    from keras_bert_app import errors
+    from keras_bert_app.preprocessing.preset_tokenizer import tokenizer_from_preset
+
+    if args.lowercase is not None:
+        raise errors.ArgumentError(
+            "lowercase", "--lowercase/--no-lowercase go with --vocab; with --preset the preset's own casing applies."
+        )
+    return tokenizer_from_preset(args.preset)
 
 
 def _pairing_line(summary):

@@ -20,6 +20,7 @@ import os
 
 import numpy as np
 
+from keras_bert_app.data.masking import continuation_flags
 from keras_bert_app.data.segmentation import segment_batch
 
 LINES_PER_BATCH = 8192
@@ -232,7 +233,7 @@ def tokenize_corpus(files, tokenizer, progress=None, segmenter=None):
                 "A word segmenter needs a tokenizer with tokenize_with_offsets (such as "
                 f"keras_bert_app.BertTokenizer), to align words with tokens; got {type(tokenizer).__name__}."
             )
-        is_continuation = np.array([token.startswith("##") for token in tokenizer.get_vocabulary()], dtype=bool)
+        is_continuation = continuation_flags(tokenizer.get_vocabulary())
     sentence_lengths = []
     document_sizes = []  # sentences per document, documents in order
     state = {"sentences_in_document": 0}

@@ -10,8 +10,9 @@ min(max_predictions_per_seq, max(1, round(num_tokens * masked_lm_prob)))`
 positions (Python's `round`, counting `[CLS]` and `[SEP]`) are drawn among
 the tokens that are not `[CLS]`/`[SEP]`; each is replaced by `[MASK]` with
 probability 0.8, by a random vocabulary token with probability 0.1, and kept
-with probability 0.1. With whole-word masking, a word and its `##` pieces are
-drawn together, and a word that would overshoot `num_to_predict` is skipped.
+with probability 0.1. With whole-word masking, a word and its `##` pieces (with
+a SentencePiece vocabulary, ALBERT's: a `▁` piece and the pieces after it;
+`continuation_flags`) are drawn together, and a word that would overshoot `num_to_predict` is skipped.
 Positions are drawn for a whole batch of sequences at once (one document's
 instances), which is what makes generation fast in NumPy.
 
@@ -50,9 +51,39 @@ def masking_scheme(masking="token", max_ngram=3, whole_word_masking=False, segme
     return scheme
 
 
+SENTENCEPIECE_SPACE = "\u2581"  # ▁, SentencePiece's mark of a piece that starts after a space
+
+
 def continuation_flags(vocabulary):
-    """Bool array `[vocabulary_size]`: True for `##` word-continuation pieces."""
-    return np.array([token.startswith("##") for token in vocabulary], dtype=bool)
+    """Bool array `[vocabulary_size]`: True for the pieces that continue a word.
+
+    WordPiece (BERT): the `##` pieces. SentencePiece (ALBERT; a vocabulary
+    with `▁` pieces and no `##` piece): a piece continues a word when it does
+    not start with `▁` and is letters only (combining marks allowed), none of
+    them a CJK ideograph. So control pieces (`<unk>`, `[CLS]`), punctuation,
+    digits and CJK characters start words of their own, as ALBERT's
+    `create_pretraining_data.py` reads pieces (it keeps ASCII letters only,
+    for its English models; other letters continue here, for other scripts).
+    """
+    vocabulary = list(vocabulary)
+    if any(token.startswith("##") for token in vocabulary) or not any(
+        token.startswith(SENTENCEPIECE_SPACE) for token in vocabulary
+    ):
+        return np.array([token.startswith("##") for token in vocabulary], dtype=bool)
+    return np.array([_continues_sentencepiece_word(token) for token in vocabulary], dtype=bool)
+
+
+def _continues_sentencepiece_word(piece):
+    import unicodedata
+
+    from keras_bert_app.data.segmentation import CJK_RUN
+
+    return (
+        bool(piece)
+        and not piece.startswith(SENTENCEPIECE_SPACE)
+        and all(char.isalpha() or unicodedata.category(char).startswith("M") for char in piece)
+        and not CJK_RUN.search(piece)
+    )
 
 
 def _whole_word_positions(token_ids, candidates, count, is_continuation, rng):

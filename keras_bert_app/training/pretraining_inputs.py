@@ -208,6 +208,7 @@ def pretraining_batches(settings, resolved, repeat=True):
 
 
 def _tokenizer(resolved):
-    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+    """The preset's own tokenizer: WordPiece, or ALBERT's SentencePiece (`tokenizer_from_preset`)."""
+    from keras_bert_app.preprocessing.preset_tokenizer import tokenizer_from_preset
 
-    return BertTokenizer.from_preset(resolved.folder)
+    return tokenizer_from_preset(resolved.folder)

@@ -74,6 +74,18 @@ def write_run_config(run_dir, config):
     (run_dir / RUN_CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
 
 
+def _tokenizer_asset(resolved):
+    """The preset's `tokenizer` config entry and the file it names: WordPiece's vocabulary or ALBERT's SentencePiece model."""
+    from keras_bert_app.preprocessing.preset_tokenizer import SENTENCEPIECE
+
+    entry = resolved.config.get("tokenizer", {})
+    if entry.get("type") == SENTENCEPIECE:
+        model = resolved.sentencepiece_model_path
+        return {**entry, "sentencepiece_model": model.name}, model
+    vocabulary = resolved.vocabulary_path
+    return {**entry, "vocabulary": vocabulary.name}, vocabulary
+
+
 def write_preset(pretrainer, source_preset, folder, resolved):
     """The run's result as a preset folder: config, vocabulary, encoder + head weights.
 
@@ -83,10 +95,9 @@ def write_preset(pretrainer, source_preset, folder, resolved):
     `generator/`) gets the tokenizer and the same dropout rule there too.
     """
     source_config = resolved.config
-    vocabulary = resolved.vocabulary_path
+    tokenizer, vocabulary = _tokenizer_asset(resolved)
     temporary = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(temporary, ignore_errors=True)
-    tokenizer = {**source_config.get("tokenizer", {}), "vocabulary": vocabulary.name}
     presets.write_config_entry(temporary, "name", folder.parent.name)
     presets.write_config_entry(temporary, "description", f"Pretrained from {source_preset} by keras-bert-app pretrain.")
     presets.write_config_entry(temporary, "tokenizer", tokenizer)

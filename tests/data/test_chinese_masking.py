@@ -231,7 +231,7 @@ def test_dynamic_pipeline_segments_once(corpus_path, tokenizer):
         max_predictions_per_seq=MAX_PREDICTIONS, whole_word_masking=True, segmenter=counting, log=logged.append,
     )
     segmented_runs = len(calls)
-    assert segmented_runs > 300 and "CJK tokens into" in logged[0]
+    assert segmented_runs > 300 and logged[0].startswith("Corpus: ") and "CJK tokens into" in logged[1]
     vocabulary = tokenizer.get_vocabulary()
     for _ in range(2):  # two epochs
         parts = [(x, y, w) for x, y, w in dataset]
