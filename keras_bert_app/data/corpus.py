@@ -15,13 +15,13 @@ text is segmented once, here, and the flags follow the tokens.
 """
 
 import glob
-import gzip
 import os
 
 import numpy as np
 
 from keras_bert_app.data.masking import continuation_flags
 from keras_bert_app.data.segmentation import segment_batch
+from keras_bert_app.preprocessing.corpus_lines import read_lines  # noqa: F401 (this module's reader, re-exported)
 
 LINES_PER_BATCH = 8192
 
@@ -64,57 +64,6 @@ def expand_input_files(patterns):
     if not files:
         raise ValueError("No input files given.")
     return files
-
-
-def _open_binary(path):
-    if path.endswith(".gz"):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
-
-
-def read_lines(path):
-    """Yield `(line_number, text)` for each line of a corpus file.
-
-    Lines are decoded as strict UTF-8 and stripped of surrounding whitespace;
-    a blank line yields an empty string (a document boundary). Lines may end
-    in LF, CRLF or a bare CR (old Mac files, some exports): a CR not followed
-    by LF ends a line too, so such a file is not read as one long line.
-
-    Raises:
-        ValueError: for bytes that are not UTF-8 or a corrupt `.gz` file,
-            naming the file and the line.
-    """
-    line_number = 0
-    try:
-        with _open_binary(path) as stream:
-            for raw in _split_bare_cr(stream):
-                line_number += 1
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as error:
-                    bad = raw[error.start : error.start + 4]
-                    raise ValueError(
-                        f"{path}:{line_number}: not valid UTF-8 (byte "
-                        f"{bad[:1].hex()} at column {error.start + 1}, near "
-                        f"{bad!r}); the corpus must be UTF-8 text."
-                    ) from None
-                yield line_number, text.strip()
-    except (OSError, EOFError, gzip.BadGzipFile) as error:
-        if isinstance(error, FileNotFoundError):
-            raise
-        raise ValueError(
-            f"{path}:{line_number + 1}: cannot read: {error}"
-        ) from None
-
-
-def _split_bare_cr(stream):
-    """The lines of a binary stream, a CR not followed by LF also ending a line."""
-    for raw in stream:
-        if b"\r" not in raw.rstrip(b"\r\n"):
-            yield raw
-            continue
-        body = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1] if raw.endswith((b"\n", b"\r")) else raw
-        yield from body.split(b"\r")
 
 
 class TokenizedCorpus:

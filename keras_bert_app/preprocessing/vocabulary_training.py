@@ -62,13 +62,13 @@ def corpus_word_counts(corpus_files, lowercase=True):
 
 
 def _line_batches(files):
-    """Batches of `LINES_PER_BATCH` lines, read as the pretraining data reads them (`corpus.read_lines`).
+    """Batches of `LINES_PER_BATCH` lines, read as the pretraining data reads them (`corpus_lines.read_lines`).
 
     Strict UTF-8 (another encoding is refused naming its file and line, not
     learned from as replacement characters), `.gz` files decompressed, LF,
     CRLF or bare-CR line ends.
     """
-    from keras_bert_app.data.corpus import read_lines
+    from keras_bert_app.preprocessing.corpus_lines import read_lines
 
     batch = []
     for path in files:
