@@ -21,7 +21,7 @@ import numpy as np
 
 from keras_bert_app.data.masking import continuation_flags
 from keras_bert_app.data.segmentation import segment_batch
-from keras_bert_app.preprocessing.corpus_lines import read_lines  # noqa: F401 (this module's reader, re-exported)
+from keras_bert_app.preprocessing.corpus_lines import read_lines
 
 LINES_PER_BATCH = 8192
 
