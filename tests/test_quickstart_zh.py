@@ -127,8 +127,8 @@ def test_chinese_data_stages_and_report_with_stand_in_training(tmp_path, monkeyp
     calls = []
     monkeypatch.setattr(pipeline, "pretrain_stage", lambda output, settings, log, learning_rate: calls.append(
         ("pretrain", learning_rate)) or {"checkpoint_every": 1, "final": {"mlm_accuracy": 0.25, "nsp_accuracy": 0.75}})
-    monkeypatch.setattr(pipeline, "finetune_stage", lambda output, settings, start, run_dir, log, learning_rate: calls.append(
-        ("finetune", start.relative_to(output).as_posix(), run_dir.name, settings["seed"])) or {"dev_accuracy": 0.5 + 0.1 * (start.name == "preset"),
+    monkeypatch.setattr(pipeline, "finetune_stage", lambda output, settings, start, run_dir, log, learning_rate, per_epoch_dev: calls.append(
+        ("finetune", start.relative_to(output).as_posix(), run_dir.name, settings["seed"], per_epoch_dev)) or {"dev_accuracy": 0.5 + 0.1 * (start.name == "preset"),
                                                                             "dev_examples": 10, "train_examples": 16})
     monkeypatch.setattr(pipeline, "probe_stage", lambda output, settings, log: {
         "pretrained_cls": 0.9, "pretrained_mean": 0.8, "random_cls": 0.6, "random_mean": 0.7, "token_counts": 0.65})
@@ -138,10 +138,11 @@ def test_chinese_data_stages_and_report_with_stand_in_training(tmp_path, monkeyp
     argv = ["quickstart", "--language", "zh", "--output", str(output), "--max-articles", "40", "--sequence-length", "24",
             "--dupe-factor", "1", "--labeled-articles", "16", "--masking", "ngram", "--seed", "5"]
     assert cli.main(argv) == 0
+    # Dev scored after every epoch for the first seed (the plotted runs), after the last one for the others.
     assert [call[1:] for call in calls if call[0] == "finetune"] == [
-        ("pretrain/preset", "finetune_pretrained", 5), ("model_preset", "finetune_random", 5),
-        ("pretrain/preset", "finetune_pretrained_seed6", 6), ("model_preset", "finetune_random_seed6", 6),
-        ("pretrain/preset", "finetune_pretrained_seed7", 7), ("model_preset", "finetune_random_seed7", 7),
+        ("pretrain/preset", "finetune_pretrained", 5, True), ("model_preset", "finetune_random", 5, True),
+        ("pretrain/preset", "finetune_pretrained_seed6", 6, False), ("model_preset", "finetune_random_seed6", 6, False),
+        ("pretrain/preset", "finetune_pretrained_seed7", 7, False), ("model_preset", "finetune_random_seed7", 7, False),
     ]
     data = json.loads((output / "pretraining_data" / "pretraining_data.json").read_text())
     assert data["masking"] == "ngram" and data["segmenter"] == "jieba" and data["max_seq_length"] == 24

@@ -102,7 +102,8 @@ def quickstart_chinese(
             stages.run(f"finetune_{name}{suffix}", f"Fine-tuning {title} on review sentiment, seed {run_seed}",
                        lambda start=start, run_dir=output / f"finetune_{name}{suffix}", s=run_settings:
                        pipeline.finetune_stage(output, s, start, run_dir, log,
-                                               learning_rate=zh.DEFAULT_FINETUNE_LEARNING_RATE))
+                                               learning_rate=zh.DEFAULT_FINETUNE_LEARNING_RATE,
+                                               per_epoch_dev=not suffix))
     stages.run("features", "Frozen features of both encoders + logistic regression (feature-based, paper section 5.3)",
                lambda: pipeline.probe_stage(output, settings, log))
     stages.run("export", "Export for TF Serving and classify raw sentences",

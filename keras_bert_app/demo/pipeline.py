@@ -147,7 +147,9 @@ def pretrain_stage(output, settings, log, learning_rate=defaults.DEFAULT_PRETRAI
     return {"checkpoint_every": every, "final": last}
 
 
-def finetune_stage(output, settings, preset, run_dir, log, learning_rate=defaults.DEFAULT_FINETUNE_LEARNING_RATE):
+def finetune_stage(output, settings, preset, run_dir, log, learning_rate=defaults.DEFAULT_FINETUNE_LEARNING_RATE,
+                   per_epoch_dev=True):
+    """Fine-tune `preset` on the labeled articles (reviews); `per_epoch_dev=False` scores dev after the last epoch only."""
     from keras_bert_app.training.finetune import finetune
 
     shutil.rmtree(run_dir, ignore_errors=True)
@@ -159,6 +161,8 @@ def finetune_stage(output, settings, preset, run_dir, log, learning_rate=default
         seed=settings["seed"],
         jit_compile=False,  # 128 steps: XLA's compile (about 25 s) costs more than it saves
     )
+    if not per_epoch_dev:  # the same weights, without a dev pass per epoch (the plots read the first run's)
+        arguments["validation_freq"] = settings["finetune_epochs"]
     announce(log, "finetune", task="classify", **arguments)
     finetune("classify", **arguments, log=log)
     metrics = json.loads((run_dir / "metrics.json").read_text())

@@ -65,6 +65,7 @@ def finetune(
     log: Optional[Callable[[str], None]] = None,
     layerwise_lr_decay: Optional[float] = None,
     bucketing: bool = True,
+    validation_freq: int = 1,
     **task_options: object,
 ) -> FinetuneResult:
     """Fine-tune `preset` on a task; write metrics, logs, dev predictions and the preset.
@@ -104,6 +105,11 @@ def finetune(
             128, then a multiple of 128 (at most `sequence_length`), with
             batches of similar lengths (`data.bucketing`); False pads every
             batch to `sequence_length`, as the original BERT.
+        validation_freq: int. Score the first dev set during training every
+            this many epochs (Keras' `fit(validation_freq=...)`: the
+            `val_*` curves of the logs); the dev scores of `metrics.json`
+            come after the last epoch whatever it is. Set it to `epochs` to
+            skip the per-epoch passes: the weights trained are the same.
         **task_options: the task's options, e.g. classify: `train`, `dev`,
             `text_column`, `label_column`, `text_pair_column`, `labels`,
             `regression`; glue: `glue_task`, `data_dir`; swag: `train`, `dev`,
@@ -138,6 +144,7 @@ def finetune(
     sequence_length = sequence_length_for(preset, sequence_length, defaults["sequence_length"])
     errors.check_int("seed", seed, minimum=0)
     errors.check_type("bucketing", bucketing, bool)
+    validation_freq = errors.check_int("validation_freq", validation_freq, minimum=1)
     if jit_compile != "auto":
         errors.check_type("jit_compile", jit_compile, bool)
     errors.check_int("verbose", verbose, minimum=0, maximum=2)
@@ -197,6 +204,7 @@ def finetune(
     model.fit(
         **fit_arguments,
         validation_data=task.validation_data(devs[0], batch_size),
+        validation_freq=validation_freq,
         epochs=epochs,
         callbacks=training_callbacks(output / "logs", log),
         verbose=verbose,

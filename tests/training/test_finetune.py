@@ -169,6 +169,7 @@ def test_finetune_bad_arguments_raise_one_typed_error_naming_the_argument(tmp_pa
         ("classify", tiny_preset, {**good, "epochs": "3"}, errors.ArgumentTypeError, "epochs"),
         ("classify", tiny_preset, {**good, "batch_size": 0}, errors.ArgumentError, "batch_size"),
         ("classify", tiny_preset, {**good, "learning_rate": 0.0}, errors.ArgumentError, "learning_rate"),
+        ("classify", tiny_preset, {**good, "validation_freq": 0}, errors.ArgumentError, "validation_freq"),
         ("classify", tiny_preset, {**good, "label_colum": "label"}, errors.ArgumentError, "label_colum"),
         ("classify", tiny_preset, {k: v for k, v in good.items() if k != "label_column"},
          errors.ArgumentError, "label_column"),
@@ -184,6 +185,38 @@ def test_finetune_bad_arguments_raise_one_typed_error_naming_the_argument(tmp_pa
         assert caught.value.argument == argument, (task, options)
         assert len(str(caught.value).splitlines()) == 1
     assert not (tmp_path / "run").exists()  # nothing started
+
+
+def test_validation_freq_skips_the_per_epoch_dev_passes_and_trains_the_same_weights(tmp_path, tiny_preset):
+    """`validation_freq=epochs` (the Chinese quickstart's later seeds): dev is scored during training after the last
+    epoch only, and the run ends with the same weights and dev scores as with a dev pass after every epoch."""
+    import csv
+
+    import numpy as np
+
+    rows = ["text,label"] + [f"{w} good fine,pos" if i % 2 else f"{w} bad awful,neg" for i, w in
+                             enumerate("the a one two red blue cat dog sun moon".split())]
+    train = tmp_path / "train.csv"
+    train.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    options = dict(train=train, dev=train, text_column="text", label_column="label", epochs=3, batch_size=4,
+                   sequence_length=16, learning_rate=1e-3, seed=3, verbose=0)
+    every = kba.finetune("classify", tiny_preset, tmp_path / "every", **options)
+    last = kba.finetune("classify", tiny_preset, tmp_path / "last", validation_freq=3, **options)
+
+    def history(run):
+        with open(run.output / "logs" / "history.csv", newline="") as file:
+            return list(csv.DictReader(file))
+
+    every_rows, last_rows = history(every), history(last)
+    assert len(every_rows) == len(last_rows) == 3
+    assert all(row["val_loss"] not in ("", "NA", None) for row in every_rows)
+    assert [row.get("val_loss") in ("", "NA", None) for row in last_rows] == [True, True, False]
+    assert [row["loss"] for row in every_rows] == [row["loss"] for row in last_rows]
+    assert every.metrics["dev"] == last.metrics["dev"]
+    first, second = (kba.BertClassifier.from_preset(run.preset) for run in (every, last))
+    assert len(first.get_weights()) == len(second.get_weights())
+    for a, b in zip(first.get_weights(), second.get_weights()):
+        np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize(
