@@ -257,7 +257,7 @@ def test_each_language_pretrains_its_own_default_steps(monkeypatch, tmp_path, ca
     for language in ("en", "zh"):
         assert cli.main(["quickstart", "--language", language, "--output", str(tmp_path / language)]) == 130
     assert cli.main(["quickstart", "--language", "zh", "--steps", "7", "--output", str(tmp_path / "seven")]) == 130
-    assert seen == [quickstart_settings.DEFAULT_STEPS, chinese_settings.DEFAULT_STEPS, 7] == [3000, 10000, 7]
+    assert seen == [quickstart_settings.DEFAULT_STEPS, chinese_settings.DEFAULT_STEPS, 7] == [3000, 12000, 7]
 
 
 def test_help_lists_the_defaults(capsys):

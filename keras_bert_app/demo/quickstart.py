@@ -78,7 +78,7 @@ def quickstart(
         preset: str or path. Built-in preset name or preset folder whose
             config is pretrained from scratch.
         steps: int >= 1 or None. Pretraining steps (None: the language's
-            default, en 3,000, zh 10,000).
+            default, en 3,000, zh 12,000).
         corpus: None (BBC News), or text files (one path or a list) to
             pretrain on instead; they carry no labels, so the fine-tuning,
             comparison and export stages are skipped.
