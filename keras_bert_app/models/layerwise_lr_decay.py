@@ -22,6 +22,7 @@ import keras
 from keras import ops
 
 from keras_bert_app import errors
+from keras_bert_app.models.optimizer import FusedAdamW
 
 
 def layerwise_multipliers(model, decay):
@@ -49,7 +50,7 @@ def layerwise_multipliers(model, decay):
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class LayerwiseDecayAdamW(keras.optimizers.AdamW):
+class LayerwiseDecayAdamW(FusedAdamW):
     """AdamW with a learning-rate factor per variable (layer-wise decay).
 
     Args:

@@ -90,3 +90,55 @@ def test_gradient_accumulation_updates_every_n_batches_with_the_schedule_in_upda
     np.testing.assert_array_equal(values[2], values[1])
     assert int(keras.ops.convert_to_numpy(optimizer.iterations)) == 2
     assert optimizer.get_config()["learning_rate"]["config"]["total_steps"] == 8
+
+
+def _embedding_and_dense_model():
+    inputs = keras.Input((None,), dtype="int32")
+    hidden = keras.layers.Embedding(40, 6, name="embedding")(inputs)  # an IndexedSlices gradient on TensorFlow
+    outputs = keras.layers.Dense(3, name="dense")(keras.ops.mean(hidden, axis=1))
+    return keras.Model(inputs, outputs)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_our_adamw_trains_as_keras_adamw_does(jit_compile):
+    """`create_optimizer`'s AdamW (a fused kernel per variable on TensorFlow) against Keras' AdamW, `fit` by `fit`."""
+    if jit_compile and keras.config.backend() == "torch":
+        pytest.skip("PyTorch has no XLA.")
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 40, size=(64, 7)).astype("int32")
+    y = rng.integers(0, 3, size=(64,)).astype("int32")
+    weights = []
+    for optimizer in ("ours", "keras"):
+        keras.utils.set_random_seed(1)
+        model = _embedding_and_dense_model()
+        if optimizer == "ours":
+            optimizer = create_optimizer(0.01, total_steps=12, warmup_steps=2, epsilon=1e-8)
+        else:
+            optimizer = keras.optimizers.AdamW(
+                learning_rate=create_optimizer(0.01, total_steps=12, warmup_steps=2)._learning_rate,
+                weight_decay=0.01, epsilon=1e-8, global_clipnorm=1.0,
+            )
+            optimizer.exclude_from_weight_decay(var_names=["bias"])
+        model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      jit_compile=jit_compile)
+        model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
+        weights.append([keras.ops.convert_to_numpy(v) for v in model.trainable_variables])
+    initial = _embedding_and_dense_model()  # the same seed's starting point: the updates must have moved it
+    for ours, reference in zip(*weights):
+        np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(weights[0][0], keras.ops.convert_to_numpy(initial.trainable_variables[0]))
+
+
+def test_our_adamw_runs_one_fused_update_per_variable_on_tensorflow():
+    if keras.config.backend() != "tensorflow":
+        pytest.skip("The fused kernel is TensorFlow's; JAX and PyTorch run Keras' own update.")
+    import tensorflow as tf
+
+    model = _embedding_and_dense_model()
+    model(np.zeros((1, 2), "int32"))
+    optimizer = create_optimizer(0.01, total_steps=10, warmup_steps=1)
+    optimizer.build(model.trainable_variables)
+    gradients = [tf.ones(v.shape) for v in model.trainable_variables]
+    graph = tf.function(lambda: optimizer.apply(gradients, model.trainable_variables)).get_concrete_function().graph
+    kinds = [op.type for op in graph.get_operations()]
+    assert kinds.count("ResourceApplyAdam") == len(model.trainable_variables)
