@@ -15,7 +15,7 @@ from keras_bert_app import presets
 from keras_bert_app.convert import resolve
 from keras_bert_app.models import head_weights
 from keras_bert_app.models.bert_encoder import BertEncoder
-from keras_bert_app.models.optimizer import NO_DECAY_NAMES, create_optimizer
+from keras_bert_app.models.optimizer import NO_DECAY_NAMES, FusedAdamW, create_optimizer
 from keras_bert_app.models.xla import resolve_jit_compile
 
 TASK_WEIGHTS_FILE = "task.weights.h5"
@@ -119,12 +119,15 @@ class BertTask(keras.Model):
             metrics = defaults.get("metrics")
         if _is_auto(weighted_metrics):
             weighted_metrics = defaults.get("weighted_metrics")
+        jit_compile = resolve_jit_compile(jit_compile, self)
+        if isinstance(optimizer, FusedAdamW):
+            optimizer.fused = jit_compile is False  # XLA fuses Keras' own update (and rounds as before)
         super().compile(
             optimizer=optimizer,
             loss=loss,
             metrics=metrics,
             weighted_metrics=weighted_metrics,
-            jit_compile=resolve_jit_compile(jit_compile, self),
+            jit_compile=jit_compile,
             **kwargs,
         )
         self._build_optimizer_now()
@@ -166,9 +169,7 @@ class BertTask(keras.Model):
             return create_optimizer(
                 learning_rate, total_steps, min(warmup_steps, total_steps), epsilon=epsilon, decay_from_warmup=finetune
             )
-        optimizer = keras.optimizers.AdamW(
-            learning_rate=learning_rate, weight_decay=0.01, epsilon=epsilon, global_clipnorm=1.0
-        )
+        optimizer = FusedAdamW(learning_rate=learning_rate, weight_decay=0.01, epsilon=epsilon, global_clipnorm=1.0)
         optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
         return optimizer
 

@@ -142,3 +142,26 @@ def test_our_adamw_runs_one_fused_update_per_variable_on_tensorflow():
     graph = tf.function(lambda: optimizer.apply(gradients, model.trainable_variables)).get_concrete_function().graph
     kinds = [op.type for op in graph.get_operations()]
     assert kinds.count("ResourceApplyAdam") == len(model.trainable_variables)
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_compile_fuses_the_update_only_without_xla(jit_compile):
+    """An XLA step keeps Keras' own update (XLA fuses it, and runs round as before); an op-by-op step uses the kernel."""
+    if keras.config.backend() == "torch":
+        pytest.skip("PyTorch has no XLA.")
+    import keras_bert_app as kba
+
+    classifier = kba.BertClassifier(
+        kba.BertEncoder(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                        max_sequence_length=16),
+        num_classes=2,
+    )
+    classifier.compile(learning_rate=1e-3, total_steps=10, jit_compile=jit_compile)
+    assert classifier.optimizer.fused is (not jit_compile)
+    if keras.config.backend() == "tensorflow" and not jit_compile:
+        import tensorflow as tf
+
+        variables = classifier.trainable_variables
+        gradients = [tf.ones(v.shape) for v in variables]
+        graph = tf.function(lambda: classifier.optimizer.apply(gradients, variables)).get_concrete_function().graph
+        assert [op.type for op in graph.get_operations()].count("ResourceApplyAdam") == len(variables)
