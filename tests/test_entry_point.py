@@ -66,3 +66,52 @@ def test_python_dash_m_runs_the_command_as_the_console_script_does(module, tmp_p
     )
     assert result.returncode == entry.EXIT_BAD_INPUT
     assert "keras-bert-app summary: error:" in result.stderr and "Traceback" not in result.stderr
+
+
+MODULES_PROBE = """
+import json, sys
+from keras_bert_app.commands import main as entry
+PACKAGES = ("sklearn", "matplotlib", "scipy", "jax")
+{body}
+print(json.dumps({{"code": code, "loaded": [name for name in PACKAGES if name in sys.modules], "after": after}}))
+"""
+
+
+def _modules_probe(body, argv, tmp_path):
+    script = MODULES_PROBE.format(body=body)
+    env = {**__import__("os").environ, "KERAS_BACKEND": "tensorflow"}
+    result = subprocess.run([sys.executable, "-c", script, *argv], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_command_does_not_load_the_integrations_tensorflow_would_import_for_nothing(tmp_path):
+    # `summary` imports TensorFlow and Keras and builds an encoder; plain `import tensorflow` loads all four packages.
+    report = _modules_probe("code = entry.run_process(sys.argv[1:])\nafter = None", ["summary", "--preset",
+                                                                                    "bert_tiny_uncased"], tmp_path)
+    assert report["code"] == 0
+    assert report["loaded"] == []
+    plain = _modules_probe("import tensorflow\ncode = 0\nafter = None", [], tmp_path)
+    assert set(plain["loaded"]) >= {"sklearn", "matplotlib", "scipy"}  # what there is to skip (jax: when installed)
+
+
+def test_a_command_that_uses_those_packages_still_gets_them(tmp_path):
+    # The quickstart fits scikit-learn probes and draws with matplotlib inside the same process.
+    body = """
+def command(argv=None):
+    import tensorflow
+    import keras.src.wrappers.fixes as keras_sklearn_fixes
+    import matplotlib.pyplot
+    from sklearn.linear_model import LogisticRegression
+    LogisticRegression().fit([[0.0], [1.0]], [0, 1])
+    global after
+    after = keras_sklearn_fixes.sklearn is None  # Keras' own wrapper stayed off
+    return 0
+entry.main = command
+code = entry.run_process([])
+"""
+    report = _modules_probe(body, [], tmp_path)
+    assert report["code"] == 0
+    assert {"sklearn", "matplotlib"} <= set(report["loaded"])
+    assert report["after"] is True
