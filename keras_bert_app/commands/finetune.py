@@ -44,6 +44,7 @@ def run(args):
         log=print,
         layerwise_lr_decay=args.layerwise_lr_decay,
         bucketing=not args.no_bucketing,
+        group_by_length=args.group_by_length,
         **{name: value for name, value in options.items() if value is not None},
     )
     return 0
@@ -98,5 +99,10 @@ def _add_common_arguments(parser, defaults):
     parser.add_argument(
         "--no-bucketing", action="store_true",
         help="pad every batch to --sequence-length (default: pad each batch to its longest example rounded up to "
-        "16, 32, 64, 128, then a multiple of 128, batches grouped by length)",
+        "16, 32, 64, 128, then a multiple of 128)",
+    )
+    parser.add_argument(
+        "--group-by-length", action="store_true",
+        help="training batches of similar lengths, as HF's group_by_length: less padding where lengths vary, but "
+        "where length gives the label away a batch may hold one class (default: batches of random examples)",
     )

@@ -68,16 +68,21 @@ def batch_lengths(sequence_length):
     )
 
 
-def describe(sequence_length, bucketing=True):
-    """One line for a run's log: how its batches are padded."""
+def describe(sequence_length, bucketing=True, group_by_length=None):
+    """One line for a run's log: how its batches are padded (and, for training, made: `group_by_length` not None)."""
     if not bucketing:
         return f"Padding every batch to {sequence_length} tokens (no bucketing)."
     lengths = batch_lengths(sequence_length)
+    batches = {
+        None: "",
+        True: ", training batches grouped by length (--group-by-length)",
+        False: ", training batches of random examples, evaluation batches grouped by length",
+    }[group_by_length]
     line = (
         "Padding each batch to its longest example rounded up to "
         + ", ".join(str(length) for length in lengths[:-1])
         + (" or " if len(lengths) > 1 else "")
-        + f"{lengths[-1]} tokens, batches grouped by length (--no-bucketing: all to {sequence_length})."
+        + f"{lengths[-1]} tokens{batches} (--no-bucketing: all to {sequence_length})."
     )
     if lengths[-1] != round_up(sequence_length):
         line += (

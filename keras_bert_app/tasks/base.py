@@ -267,16 +267,18 @@ class Task:
         """tf.data batches of a split (with labels when it has them), each padded to a bucket unless not `bucketing`.
 
         Training batches (`shuffle`) keep the random composition of fixed
-        padding, each cut to its own longest example: batches grouped by
-        length hold one class each where length gives the label away (long
-        positive, short negative reviews), and such a run learned nothing.
-        Evaluation batches are grouped by length (no effect on the figures).
+        padding, each cut to its own longest example, unless
+        `group_by_length`: batches grouped by length hold one class each
+        where length gives the label away (long positive, short negative
+        reviews), and such a run learned nothing. Evaluation batches are
+        grouped by length (no effect on the figures).
         """
         from keras_bert_app.data.bucketing import grouped_batches
 
         return grouped_batches(
             self.packed_examples(split), split.num_features, batch_size, self.sequence_length,
-            shuffle=shuffle, seed=seed, bucketing=self.bucketing, group_by_length=not shuffle,
+            shuffle=shuffle, seed=seed, bucketing=self.bucketing,
+            group_by_length=not shuffle or getattr(self, "group_by_length", False),
         )
 
     def fit_arguments(self, split, batch_size, seed):

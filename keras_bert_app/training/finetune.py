@@ -65,6 +65,7 @@ def finetune(
     log: Optional[Callable[[str], None]] = None,
     layerwise_lr_decay: Optional[float] = None,
     bucketing: bool = True,
+    group_by_length: bool = False,
     validation_freq: int = 1,
     **task_options: object,
 ) -> FinetuneResult:
@@ -104,7 +105,16 @@ def finetune(
             predictions) to its longest example rounded up to 16, 32, 64,
             128, then a multiple of 128 (at most `sequence_length`), with
             batches of similar lengths (`data.bucketing`); False pads every
-            batch to `sequence_length`, as the original BERT.
+            batch to `sequence_length`, as the original BERT. Training
+            batches keep the random composition of fixed padding, each cut
+            to its own longest example.
+        group_by_length: bool. With `bucketing`: training batches of
+            similar lengths, as HF's `group_by_length` (each epoch the
+            examples shuffled, sorted by length within groups of 50
+            batches, the batches shuffled): less padding where lengths
+            vary, but a batch holds examples of one length, so where the
+            length gives the label away (long positive, short negative
+            reviews) it may hold one class; off by default.
         validation_freq: int. Score the first dev set during training every
             this many epochs (Keras' `fit(validation_freq=...)`: the
             `val_*` curves of the logs); the dev scores of `metrics.json`
@@ -144,6 +154,12 @@ def finetune(
     sequence_length = sequence_length_for(preset, sequence_length, defaults["sequence_length"])
     errors.check_int("seed", seed, minimum=0)
     errors.check_type("bucketing", bucketing, bool)
+    errors.check_type("group_by_length", group_by_length, bool)
+    if group_by_length and not bucketing:
+        raise errors.ArgumentError(
+            "group_by_length", "group_by_length needs bucketing: with fixed padding every batch is "
+            "sequence_length long, whatever its examples' lengths.",
+        )
     validation_freq = errors.check_int("validation_freq", validation_freq, minimum=1)
     if jit_compile != "auto":
         errors.check_type("jit_compile", jit_compile, bool)
@@ -160,6 +176,7 @@ def finetune(
     output.mkdir(parents=True, exist_ok=True)
     task.prepare(preset, sequence_length)
     task.bucketing = bucketing
+    task.group_by_length = group_by_length
     train_examples = task.read(train_path)
     if not len(train_examples):
         source = getattr(train_examples, "source", train_path)
@@ -175,7 +192,7 @@ def finetune(
         devs.append(task.featurize(name, examples))
         log(task.summary(devs[-1]))
 
-    log(describe_padding(sequence_length, bucketing))
+    log(describe_padding(sequence_length, bucketing, group_by_length))
     fit_arguments = task.fit_arguments(train, batch_size, seed)
     steps_per_epoch = -(-train.num_features // batch_size)
     if train.num_features < batch_size:

@@ -64,3 +64,45 @@ def test_classify_with_and_without_bucketing_and_bad_input(tmp_path, shared_data
     assert metrics["task"]["sequence_length"] == 40
     scores = json.loads(_run("evaluate --preset run/preset --input dev.csv --no-bucketing", capsys).split("\n", 1)[1])
     assert scores == pytest.approx(metrics["dev"])
+
+
+def _length_ranges(dataset):
+    """(shortest, longest) real tokens of each training batch of an epoch."""
+    ranges = []
+    for inputs, *_ in dataset:
+        tokens = np.asarray(inputs["padding_mask"]).sum(axis=-1)
+        ranges.append((int(tokens.min()), int(tokens.max())))
+    return ranges
+
+
+def test_group_by_length_makes_training_batches_of_similar_lengths(tmp_path, shared_data, capsys, monkeypatch):
+    import keras
+
+    write_tiny_preset(tmp_path / "P", shared_data / "vocab" / "bert_uncased_vocab.txt", max_sequence_length=64)
+    words = "the market closed lower after a long day of trading and the team won the cup again".split()
+    rows = [(" ".join(words[: 1 + (i * 7) % len(words)]), "a" if i % 2 else "b") for i in range(48)]
+    (tmp_path / "train.csv").write_text(_csv(rows), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    seen = {}
+    fit = keras.Model.fit
+
+    def spy(model, *args, **kwargs):
+        seen["ranges"] = _length_ranges(kwargs["x"])
+        return fit(model, *args, **kwargs)
+
+    monkeypatch.setattr(keras.Model, "fit", spy)
+    command = ("finetune classify --train train.csv --dev train.csv --text-column text --label-column label "
+               "--preset P --epochs 1 --batch-size 8 --sequence-length 32 --output {} {}")
+    out = _run(command.format("grouped", "--group-by-length"), capsys)
+    assert "training batches grouped by length (--group-by-length)" in out
+    grouped = sorted(seen["ranges"])
+    _run(command.format("random", ""), capsys)
+    random = sorted(seen["ranges"])
+    assert len(grouped) == len(random) == 6  # every example once: 48 / 8 batches either way
+    # 48 examples are one group (of 50 batches): sorted, then cut, so the batches' length ranges follow one
+    # another without overlapping; random batches each span most of the lengths.
+    assert all(previous[1] <= current[0] for previous, current in zip(grouped, grouped[1:])), grouped
+    assert sum(high - low for low, high in grouped) < sum(high - low for low, high in random) / 2
+    assert json.loads((tmp_path / "grouped" / "metrics.json").read_text())["dev"]["accuracy"] >= 0
+    code = cli.main(shlex.split(command.format("bad", "--group-by-length --no-bucketing")))
+    assert code == 2 and "group_by_length needs bucketing" in capsys.readouterr().err
