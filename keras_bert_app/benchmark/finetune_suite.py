@@ -16,10 +16,10 @@ import time
 
 from keras_bert_app import errors
 from keras_bert_app.benchmark.finetune_data import DATASETS, write_dataset
-from keras_bert_app.benchmark.finetune_worker import IMPLEMENTATIONS, ours_command_line, ours_result
+from keras_bert_app.benchmark.finetune_worker import IMPLEMENTATIONS, OURS_FLAGS, ours_command_line, ours_result
 from keras_bert_app.benchmark.processes import run_console_process, run_worker_process
 
-OURS = ("ours", "ours-no-bucketing")  # run as the console script, not as a worker
+OURS = tuple(OURS_FLAGS)  # run as the console script, not as a worker
 NOISE_NOTE = "one run each, whole process from start to exit on a shared machine: noisy, read ratios under ~1.2x as ties"
 
 
@@ -108,7 +108,7 @@ def run_finetune_benchmark(
                 }
                 started = time.perf_counter()
                 if implementation in OURS:
-                    argv = ours_command_line(spec, bucketing=implementation == "ours")
+                    argv = ours_command_line(spec, implementation)
                     result = run_console_process(argv, spec["model"], backend, timeout, log)
                     result = result if "error" in result else ours_result(spec)  # a small JSON file
                 else:

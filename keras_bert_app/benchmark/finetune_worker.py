@@ -10,6 +10,8 @@ evaluating.
     ours               `keras-bert-app finetune classify` (defaults): not a worker, the console script's
                        own process (`processes.run_console_process`, `ours_command_line`)
     ours-no-bucketing  the same with `--no-bucketing`: every batch padded to the max length
+    ours-group-by-length  the same with `--group-by-length`: training batches grouped by length, as
+                       hf-grouped's (not our default: see `kba.finetune`)
     keras-hub          `BertTextClassifier.from_preset` with its own preprocessor at the max length, `fit`
                        with its compile defaults (Adam at the learning rate), then `predict`
     hf-grouped         transformers `BertForSequenceClassification` + torch: `DataCollatorWithPadding`
@@ -23,18 +25,20 @@ import sys
 
 from keras_bert_app.benchmark.processes import RESULT_PREFIX
 
-IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "keras-hub", "hf-grouped", "hf-padded")
+IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "ours-group-by-length", "keras-hub", "hf-grouped", "hf-padded")
+# Ours and its variants: the flags each adds to `finetune classify`'s defaults.
+OURS_FLAGS = {"ours": [], "ours-no-bucketing": ["--no-bucketing"], "ours-group-by-length": ["--group-by-length"]}
 
 
-def ours_command_line(spec, bucketing):
-    """The `keras-bert-app` arguments of ours: `finetune classify` with its defaults (`--no-bucketing` for the peer)."""
+def ours_command_line(spec, implementation="ours"):
+    """The `keras-bert-app` arguments of ours: `finetune classify` with its defaults, plus the variant's flags."""
     return [
         "finetune", "classify", "--preset", str(spec["checkpoint"]), "--output", str(spec["output"]),
         "--train", str(spec["train"]), "--dev", str(spec["dev"]), "--text-column", "text", "--label-column", "label",
         "--epochs", str(spec["epochs"]), "--batch-size", str(spec["batch_size"]),
         "--learning-rate", repr(spec["learning_rate"]), "--sequence-length", str(spec["sequence_length"]),
         "--seed", str(spec["seed"]),
-    ] + ([] if bucketing else ["--no-bucketing"])
+    ] + OURS_FLAGS[implementation]
 
 
 def ours_result(spec):

@@ -93,7 +93,7 @@ def add_arguments(parser):
         "(default: %(default)s)",
     )
     finetune.add_argument(
-        "--implementations", default="ours,ours-no-bucketing,keras-hub,hf-grouped,hf-padded",
+        "--implementations", default="ours,ours-no-bucketing,ours-group-by-length,keras-hub,hf-grouped,hf-padded",
         help="comma-separated (default: %(default)s)",
     )
     finetune.add_argument("--train-size", type=int, default=1600, help="training examples (default: %(default)s)")
