@@ -151,6 +151,7 @@ class Task:
         self.tokenizer = None
         self._preprocessor = None
         self.bucketing = True
+        self.group_by_length = False  # training batches of similar lengths (`finetune(group_by_length=True)`)
 
     # === Options and the preset's "task" entry ===
     @classmethod
@@ -278,7 +279,7 @@ class Task:
         return grouped_batches(
             self.packed_examples(split), split.num_features, batch_size, self.sequence_length,
             shuffle=shuffle, seed=seed, bucketing=self.bucketing,
-            group_by_length=not shuffle or getattr(self, "group_by_length", False),
+            group_by_length=not shuffle or self.group_by_length,
         )
 
     def fit_arguments(self, split, batch_size, seed):
