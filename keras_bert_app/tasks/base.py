@@ -267,12 +267,9 @@ class Task:
     def dataset(self, split, batch_size, shuffle=False, seed=None):
         """tf.data batches of a split (with labels when it has them), each padded to a bucket unless not `bucketing`.
 
-        Training batches (`shuffle`) keep the random composition of fixed
-        padding, each cut to its own longest example, unless
-        `group_by_length`: batches grouped by length hold one class each
-        where length gives the label away (long positive, short negative
-        reviews), and such a run learned nothing. Evaluation batches are
-        grouped by length (no effect on the figures).
+        Training batches (`shuffle`) keep the random composition of fixed padding, each cut to its
+        longest example, unless `group_by_length` (where length gives the label away, a length-grouped
+        batch holds one class). Evaluation batches are grouped by length (no effect on the figures).
         """
         from keras_bert_app.data.bucketing import grouped_batches
 
