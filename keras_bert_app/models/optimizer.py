@@ -109,9 +109,14 @@ class FusedAdamW(keras.optimizers.AdamW):
     uncorrected v). The weight decay, clipping, gradient accumulation and
     schedule are AdamW's own, untouched.
 
+    The step's scalars (the schedule's learning rate, β powers, ε) are
+    computed once per step, not once per variable as Keras does, in one
+    loop without a `tf.distribute` update per variable.
+
     Measured on MiniLM-L6 (22.7M parameters, 2 CPU cores, no XLA): an
     update took 0.052 s against 0.092 s, and its first trace 1.4 s against
-    2.5 s. JAX, PyTorch, AMSGrad, other dtypes and variables under a
+    2.5 s; with the scalars once per step, the whole first training step
+    (trace, graph optimisation, run) took 3.5 s instead of 4.4 s. JAX, PyTorch, AMSGrad, other dtypes and variables under a
     `tf.distribute` strategy take Keras' own update.
 
     The kernel rounds differently from Keras' ops (1e-6 to 1e-5 relative
@@ -128,23 +133,54 @@ class FusedAdamW(keras.optimizers.AdamW):
     def update_step(self, gradient, variable, learning_rate):
         if not self._fused(variable):
             return super().update_step(gradient, variable, learning_rate)
+        self._fused_update(gradient, variable, learning_rate, {})
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        # One loop and one set of step scalars for all variables, in place of a
+        # tf.distribute update (and the step's powers) per variable: a third of
+        # the optimizer's first trace.
+        variables = [_tf_variable(variable) for variable in trainable_variables]
+        if type(self).update_step is not FusedAdamW.update_step or not all(map(self._fused, variables)):
+            return super()._backend_update_step(grads, trainable_variables, learning_rate)
+        scalars = {}
+        for gradient, variable in zip(grads, variables):
+            self._fused_update(gradient, variable, learning_rate, scalars)
+
+    def _apply_weight_decay(self, variables):
+        # Keras evaluates the learning-rate schedule once per variable here;
+        # the fused path evaluates it once per step.
+        if self.weight_decay is None or not all(self._fused(_tf_variable(variable)) for variable in variables):
+            return super()._apply_weight_decay(variables)
+        import tensorflow as tf
+
+        rates = {}
+        for variable in variables:
+            if self._use_weight_decay(variable):
+                variable = _tf_variable(variable)
+                dtype = variable.dtype
+                if dtype not in rates:
+                    rates[dtype] = tf.cast(self.weight_decay, dtype) * tf.cast(self.learning_rate, dtype)
+                variable.assign_sub(variable * rates[dtype])
+
+    def _fused_update(self, gradient, variable, learning_rate, scalars):
+        """`ResourceApplyAdam` on `variable`; `scalars` caches the step's scalars per dtype."""
         import tensorflow as tf
 
         dtype = variable.dtype
-        step = tf.cast(self.iterations + 1, dtype)
-        beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+        if dtype not in scalars:
+            step = tf.cast(self.iterations + 1, dtype)
+            beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
+            scalars[dtype] = dict(
+                beta1_power=tf.pow(beta_1, step), beta2_power=tf.pow(beta_2, step),
+                lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype),
+            )
         index = self._get_variable_index(variable)
         tf.raw_ops.ResourceApplyAdam(
             var=variable.handle,
             m=self._momentums[index].value.handle,
             v=self._velocities[index].value.handle,
-            beta1_power=tf.pow(beta_1, step),
-            beta2_power=tf.pow(beta_2, step),
-            lr=tf.cast(learning_rate, dtype),
-            beta1=beta_1,
-            beta2=beta_2,
-            epsilon=tf.cast(self.epsilon, dtype),
             grad=tf.cast(tf.convert_to_tensor(gradient), dtype),  # IndexedSlices (embeddings) made dense
+            **scalars[dtype],
         )
 
     def _fused(self, variable):
@@ -157,6 +193,11 @@ class FusedAdamW(keras.optimizers.AdamW):
             and not tf.distribute.has_strategy()
             and tf.as_dtype(variable.dtype).name in _FUSED_DTYPES
         )
+
+
+def _tf_variable(variable):
+    """The `tf.Variable` of a Keras variable (a `tf.Variable` as it is)."""
+    return variable.value if isinstance(variable, keras.Variable) else variable
 
 
 def set_mixed_precision(enabled):
