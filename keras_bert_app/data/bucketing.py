@@ -245,19 +245,25 @@ def trace_predict_for_any_length(model, batch_spec, on_batch=False):
     model.predict_function.get_concrete_function([(batch_spec,)] if on_batch else [batch_spec])
 
 
-def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing=True, per_position=False):
+def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing=True, per_position=False,
+                     on_batch=None):
     """`model.predict` on single examples, with length-grouped batches, in the input's order.
 
     Args:
         model: a Keras model.
         inputs: `tf.data.Dataset` of single examples' inputs (dicts), padded
-            to `sequence_length`.
+            to `sequence_length`; of `(inputs, *rest)` (labels, weights)
+            with `on_batch`.
         num_examples: int.
         batch_size: int.
         sequence_length: int.
         bucketing: bool. Without it: `model.predict` on fixed-length batches.
         per_position: bool. The outputs are per position (`[batch, seq, ...]`):
             they are padded back to `sequence_length` (with 0.0).
+        on_batch: callable or None. Called as `on_batch(rest, outputs)` for
+            each batch, with the batch's `rest` and the model's outputs on
+            it as run (cut to the batch's length): what `evaluate` would
+            score, from this one pass.
 
     Returns:
         The model's outputs (an array or a dict of arrays), one row per
@@ -266,39 +272,43 @@ def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, b
     import numpy as np
     import tensorflow as tf
 
-    if not bucketing:
+    if not bucketing and on_batch is None:
         return model.predict(inputs.batch(batch_size).prefetch(tf.data.AUTOTUNE), verbose=0)
-    indexed = tf.data.Dataset.zip((inputs, tf.data.Dataset.range(num_examples)))
-    batches = grouped_batches(indexed, num_examples, batch_size, sequence_length)
+    if on_batch is None:
+        indexed = inputs.enumerate().map(lambda index, example: (example, index))
+    else:
+        indexed = inputs.enumerate().map(lambda index, example: (example[0], index, *example[1:]))
+    batches = grouped_batches(indexed, num_examples, batch_size, sequence_length, bucketing=bucketing)
     if not per_position:
         # One `predict` over all batches, traced once for every length (see
         # `trace_predict_for_any_length`), where `predict_on_batch` traces
         # anew for the first few lengths it sees.
-        inputs_only = batches.map(lambda batch_inputs, index: batch_inputs)
+        inputs_only = batches.map(lambda batch_inputs, index, *rest: batch_inputs)
         trace_predict_for_any_length(model, inputs_only.element_spec)
         outputs = model.predict(inputs_only, verbose=0)
-        order = np.concatenate(list(batches.map(lambda batch_inputs, index: index).as_numpy_iterator()))
+        order, start = [], 0
+        for index, *rest in batches.map(lambda batch_inputs, index, *rest: (index, *rest)).as_numpy_iterator():
+            if on_batch is not None:
+                on_batch(tuple(rest), tf.nest.map_structure(lambda value: value[start : start + len(index)], outputs))
+            order.append(index)
+            start += len(index)
+        order = np.concatenate(order)
         return tf.nest.map_structure(lambda value: _in_order(np.asarray(value, "float32"), order), outputs)
     trace_predict_for_any_length(model, batches.element_spec[0], on_batch=True)
     results = None
-    for batch_inputs, index in batches.as_numpy_iterator():
+    for batch_inputs, index, *rest in batches.as_numpy_iterator():
         outputs = model.predict_on_batch(batch_inputs)
+        if on_batch is not None:
+            on_batch(tuple(rest), outputs)
         named = outputs if isinstance(outputs, dict) else {None: outputs}
         if results is None:
             results = {
-                name: np.zeros(
-                    (num_examples, sequence_length, *np.shape(value)[2:]) if per_position
-                    else (num_examples, *np.shape(value)[1:]),
-                    "float32",
-                )
+                name: np.zeros((num_examples, sequence_length, *np.shape(value)[2:]), "float32")
                 for name, value in named.items()
             }
         for name, value in named.items():
             value = np.asarray(value, "float32")
-            if per_position:
-                results[name][index, : value.shape[1]] = value
-            else:
-                results[name][index] = value
+            results[name][index, : value.shape[1]] = value
     return results[None] if None in results else results
 
 

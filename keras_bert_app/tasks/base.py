@@ -267,10 +267,8 @@ class Task:
     def dataset(self, split, batch_size, shuffle=False, seed=None):
         """tf.data batches of a split (with labels when it has them), each padded to a bucket unless not `bucketing`.
 
-        Training batches (`shuffle`) keep the random composition of fixed padding, each cut to its
-        longest example, unless `group_by_length` (where length gives the label away, a length-grouped
-        batch holds one class). Evaluation batches are grouped by length (no effect on the figures).
-        """
+        Training batches (`shuffle`): random, each cut to its longest example, unless `group_by_length`
+        (see `kba.finetune`). Evaluation batches: grouped by length (no effect on the figures)."""
         from keras_bert_app.data.bucketing import grouped_batches
 
         return grouped_batches(
@@ -315,16 +313,18 @@ class Task:
         return folder
 
     # === Predictions and scores ===
-    def logits(self, model, split, batch_size):
-        """The model's raw outputs on a split (NumPy), in the split's order; per-position ones padded to the sequence length."""
+    def logits(self, model, split, batch_size, on_batch=None):
+        """The model's raw outputs on a split (NumPy), in its order; per-position ones padded to the sequence length.
+
+        `on_batch(labels, outputs)` for each batch as run: see `bucketing.predict_in_order`."""
         import numpy as np
 
         from keras_bert_app.data.bucketing import predict_in_order
 
-        inputs = self.packed_examples(split).map(lambda inputs, *rest: inputs)
+        inputs = self.packed_examples(split) if on_batch else self.packed_examples(split).map(lambda x, *rest: x)
         outputs = predict_in_order(
             model, inputs, split.num_features, batch_size, self.sequence_length,
-            bucketing=self.bucketing, per_position=self.PER_POSITION,
+            bucketing=self.bucketing, per_position=self.PER_POSITION, on_batch=on_batch,
         )
         return np.asarray(outputs, dtype="float32")
 

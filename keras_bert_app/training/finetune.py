@@ -20,6 +20,7 @@ that `predict`, `evaluate` and `export_for_serving` take.
 """
 
 import dataclasses
+import functools
 import json
 import os
 import pathlib
@@ -117,9 +118,11 @@ def finetune(
             reviews) it may hold one class; off by default.
         validation_freq: int. Score the first dev set during training every
             this many epochs (Keras' `fit(validation_freq=...)`: the
-            `val_*` curves of the logs); the dev scores of `metrics.json`
-            come after the last epoch whatever it is. Set it to `epochs` to
-            skip the per-epoch passes: the weights trained are the same.
+            `val_*` curves of the logs), and after the last epoch whatever
+            it is: that one pass gives both the last `val_*` figures and
+            the dev scores of `metrics.json`
+            (`training.last_epoch_validation`). Set it to `epochs` to skip
+            the other passes: the weights trained are the same.
         **task_options: the task's options, e.g. classify: `train`, `dev`,
             `text_column`, `label_column`, `text_pair_column`, `labels`,
             `regression`; glue: `glue_task`, `data_dir`; swag: `train`, `dev`,
@@ -171,6 +174,7 @@ def finetune(
     import keras
 
     from keras_bert_app.models.xla import jit_compile_for_lengths
+    from keras_bert_app.training.last_epoch_validation import LastEpochValidation, keras_validation_epochs
 
     keras.utils.set_random_seed(seed)
     output.mkdir(parents=True, exist_ok=True)
@@ -217,13 +221,21 @@ def finetune(
         f"Fine-tuning {type(model).__name__} ({model.count_params():,} parameters) for "
         f"{epochs} epochs x {steps_per_epoch} steps, batch {batch_size}, learning rate {learning_rate:g}{decay_note}."
     )
+    validation_data = task.validation_data(devs[0], batch_size)
+    callbacks = training_callbacks(output / "logs", log)
+    last_epoch = None
+    if validation_data is not None:
+        # The last epoch's val_* and the dev logits from one pass (`training.last_epoch_validation`).
+        last_epoch = LastEpochValidation(epochs, functools.partial(task.logits, model, devs[0], batch_size))
+        callbacks.insert(0, last_epoch)
+        validation_freq = keras_validation_epochs(epochs, validation_freq)
     started = time.perf_counter()
     model.fit(
         **fit_arguments,
-        validation_data=task.validation_data(devs[0], batch_size),
-        validation_freq=validation_freq,
+        validation_data=validation_data if validation_freq else None,
+        validation_freq=validation_freq or 1,
         epochs=epochs,
-        callbacks=training_callbacks(output / "logs", log),
+        callbacks=callbacks,
         verbose=verbose,
     )
     train_seconds = time.perf_counter() - started
@@ -231,7 +243,10 @@ def finetune(
     metrics = {"task": None, "train_examples": len(train), **task.training_statistics(train)}
     metrics["train_seconds"] = round(train_seconds, 1)
     for index, split in enumerate(devs):
-        logits = task.logits(model, split, batch_size)
+        if index == 0 and last_epoch is not None and last_epoch.dev_logits is not None:
+            logits = last_epoch.dev_logits
+        else:
+            logits = task.logits(model, split, batch_size)
         if index == 0:
             task.tune(split, logits, log)
         predictions = task.decode(split, logits)

@@ -1,0 +1,62 @@
+"""The last epoch's validation scores and the dev predictions from one pass over the dev set.
+
+`kba.finetune` scores the first dev set twice after its last epoch if left
+to Keras: `fit`'s validation pass (the `val_*` figures of the logs) and the
+prediction pass behind the official metrics. Both run the same model on the
+same length-grouped batches. So the last epoch's validation is not Keras':
+`LastEpochValidation` runs the prediction pass at the end of that epoch and
+scores each of its batches as Keras' `test_step` does (the compiled loss,
+averaged over batches weighted by their size, and the compiled metrics),
+so the logs get the same `val_*` figures and the official metrics reuse the
+logits. Earlier epochs (per `validation_freq`) keep Keras' own pass.
+"""
+
+import keras
+
+
+def keras_validation_epochs(epochs, validation_freq):
+    """The 1-based epochs whose validation Keras still runs: `validation_freq`'s, but the last."""
+    return [epoch for epoch in range(1, epochs) if epoch % validation_freq == 0]
+
+
+class LastEpochValidation(keras.callbacks.Callback):
+    """At the end of the last epoch: the dev logits, and `val_*` in the epoch's logs.
+
+    Put it before the callbacks that read the logs (`CSVLogger`,
+    `TensorBoard`); Keras adds its progress bar and `History` after the
+    callbacks it is given.
+
+    Args:
+        epochs: int. The epochs of the `fit`.
+        logits: callable taking `on_batch` and returning the dev logits
+            (`Task.logits` on the dev split), calling `on_batch(labels, outputs)`
+            for each batch it runs.
+
+    Attributes:
+        dev_logits: the logits of the last epoch's pass (None before it).
+    """
+
+    def __init__(self, epochs, logits):
+        super().__init__()
+        self.epochs = epochs
+        self.compute_logits = logits
+        self.dev_logits = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch != self.epochs - 1:
+            return
+        model = self.model
+        model.reset_metrics()
+        self.dev_logits = self.compute_logits(on_batch=lambda labels, outputs: score_batch(model, labels, outputs))
+        if logs is not None:
+            logs.update({f"val_{name}": float(value) for name, value in model.get_metrics_result().items()})
+
+
+def score_batch(model, labels, outputs):
+    """Keras' `test_step` on one batch whose outputs are known: the compiled loss and metrics' states updated."""
+    y = labels[0] if labels else None
+    sample_weight = labels[1] if len(labels) > 1 else None
+    loss = model._compute_loss(x=None, y=y, y_pred=outputs, sample_weight=sample_weight, training=False)
+    batch = len(keras.tree.flatten(outputs)[0])
+    model._loss_tracker.update_state(loss, sample_weight=batch)
+    model.compute_metrics(None, y, outputs, sample_weight=sample_weight)
