@@ -38,14 +38,14 @@ def _task_arguments(task, folder):
     return ["--train", folder / "data.csv", "--dev", folder / "data.csv"]
 
 
-def _run(task, preset, folder, monkeypatch):
+def _run(task, preset, folder, monkeypatch, flags):
     """`finetune TASK` for 2 epochs through the command line; its history rows, metrics and `evaluate` calls."""
     calls = []
     evaluate = keras.Model.evaluate
     monkeypatch.setattr(keras.Model, "evaluate", lambda self, *a, **k: calls.append(1) or evaluate(self, *a, **k))
     argv = ["finetune", task, "--preset", preset, "--output", folder / "run", "--epochs", "2", "--batch-size", "3",
             "--sequence-length", "32", "--learning-rate", "1e-3", "--seed", "1",
-            *_task_arguments(task, folder)]
+            *_task_arguments(task, folder), *flags]
     assert cli.main([str(a) for a in argv]) == 0
     monkeypatch.setattr(keras.Model, "evaluate", evaluate)
     with open(folder / "run" / "logs" / "history.csv", newline="") as file:
@@ -53,12 +53,12 @@ def _run(task, preset, folder, monkeypatch):
     return rows, json.loads((folder / "run" / "metrics.json").read_text())["dev"], len(calls)
 
 
-@pytest.mark.parametrize("task", ["classify", "ner", "swag"])
+@pytest.mark.parametrize("task, flags", [("classify", []), ("classify", ["--no-bucketing"]), ("ner", []), ("swag", [])])
 def test_last_epoch_val_scores_come_from_the_prediction_pass_and_equal_keras_validation(
-    task, tiny_preset, tmp_path, monkeypatch
+    task, flags, tiny_preset, tmp_path, monkeypatch
 ):
     (tmp_path / "ours").mkdir()
-    ours, ours_dev, ours_evaluations = _run(task, tiny_preset, tmp_path / "ours", monkeypatch)
+    ours, ours_dev, ours_evaluations = _run(task, tiny_preset, tmp_path / "ours", monkeypatch, flags)
 
     # The reference: Keras' own validation pass after every epoch, the dev logits computed again after `fit`.
     monkeypatch.setattr(last_epoch_validation.LastEpochValidation, "on_epoch_end", lambda self, epoch, logs=None: None)
@@ -67,7 +67,7 @@ def test_last_epoch_val_scores_come_from_the_prediction_pass_and_equal_keras_val
         lambda epochs, freq: [epoch for epoch in range(1, epochs + 1) if epoch % freq == 0],
     )
     (tmp_path / "keras").mkdir()
-    reference, reference_dev, reference_evaluations = _run(task, tiny_preset, tmp_path / "keras", monkeypatch)
+    reference, reference_dev, reference_evaluations = _run(task, tiny_preset, tmp_path / "keras", monkeypatch, flags)
 
     assert (ours_evaluations, reference_evaluations) == (1, 2)  # the last epoch's Keras pass is the one saved
     assert len(ours) == len(reference) == 2
