@@ -10,7 +10,7 @@ import pytest
 import keras_bert_app as kba
 from keras_bert_app import cli, errors
 from keras_bert_app.training import finetune as finetune_module
-from tests.tasks.tiny_presets import write_tiny_preset
+from tests.training.test_finetune import tiny_preset  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.all_backends
 
@@ -18,12 +18,6 @@ ROWS = ["text,label"] + [
     f"{word} good fine,pos" if i % 2 else f"{word} bad awful,neg"
     for i, word in enumerate("the a one two red blue cat dog sun moon".split())
 ]
-
-
-@pytest.fixture(scope="module")
-def tiny_preset(tmp_path_factory, shared_data):
-    folder = tmp_path_factory.mktemp("tiny_preset")
-    return write_tiny_preset(folder, shared_data / "vocab" / "bert_uncased_vocab.txt", max_sequence_length=128)
 
 
 def test_mixed_precision_trains_in_bfloat16_and_saves_a_float32_preset(tmp_path, tiny_preset, monkeypatch, capsys):

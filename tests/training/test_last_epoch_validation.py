@@ -9,8 +9,7 @@ import pytest
 
 from keras_bert_app import cli
 from keras_bert_app.training import last_epoch_validation
-from tests.tasks.tiny_presets import write_tiny_preset
-from tests.training.test_finetune import CONLL_TRAIN, SWAG_HEADER, SWAG_ROWS
+from tests.training.test_finetune import CONLL_TRAIN, SWAG_HEADER, SWAG_ROWS, tiny_preset  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.all_backends
 
@@ -18,12 +17,6 @@ CLASSIFY_ROWS = ["text,label"] + [
     f"{word} {'good fine great' * (i % 3)},pos" if i % 2 else f"{word} bad,neg"
     for i, word in enumerate("the a one two red blue cat dog sun moon sky sea star".split())
 ]
-
-
-@pytest.fixture(scope="module")
-def tiny_preset(tmp_path_factory, shared_data):
-    folder = tmp_path_factory.mktemp("tiny_preset")
-    return write_tiny_preset(folder, shared_data / "vocab" / "bert_uncased_vocab.txt", max_sequence_length=128)
 
 
 def _task_arguments(task, folder):
