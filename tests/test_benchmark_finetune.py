@@ -40,6 +40,23 @@ def test_table_and_ratios():
     assert "failed: exit status 1: boom" in table[4]
 
 
+def test_the_default_run_is_the_default_implementations_and_the_bf16_pair_is_asked_for(monkeypatch, tmp_path):
+    from keras_bert_app.benchmark import finetune_worker
+
+    calls = []
+    report = {"rows": [], "notes": [], "settings": {"machine": "m"}, "failed_runs": 0}
+    monkeypatch.setattr(finetune_suite, "run_finetune_benchmark", lambda **kwargs: calls.append(kwargs) or report)
+    monkeypatch.setattr(finetune_suite, "format_table", lambda report: "")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["bench", "--task", "finetune"]) == 0
+    assert tuple(calls[-1]["implementations"]) == finetune_worker.DEFAULT_IMPLEMENTATIONS
+    assert cli.main(["bench", "--task", "finetune", "--implementations", "ours-mixed-precision,hf-grouped-bf16"]) == 0
+    assert calls[-1]["implementations"] == ["ours-mixed-precision", "hf-grouped-bf16"]
+    assert finetune_worker.ours_command_line({"checkpoint": "c", "output": "o", "train": "t", "dev": "d", "epochs": 1,
+                                              "batch_size": 2, "learning_rate": 1e-3, "sequence_length": 16,
+                                              "seed": 0}, "ours-mixed-precision")[-1] == "--mixed-precision"
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--datasets", "tweets"], "datasets must be one of ['articles', 'headlines', 'reviews']; got 'tweets'"),
     (["--implementations", "ours,fast"], "implementations must be one of"),
@@ -72,6 +89,16 @@ def test_tiny_whole_run_of_every_implementation(tmp_path, shared_data, monkeypat
     out = capsys.readouterr().out
     assert code == 0, out
     report = json.loads((tmp_path / "bench_finetune.json").read_text())
-    assert [row["implementation"] for row in report["rows"]] == list(finetune_suite.IMPLEMENTATIONS)
+    assert [row["implementation"] for row in report["rows"]] == list(finetune_suite.DEFAULT_IMPLEMENTATIONS)
     assert all(0 <= row["accuracy"] <= 1 and row["seconds"] > 0 for row in report["rows"])
     assert "| headlines | ours |" in out and "time / ours" in out
+    # The bfloat16 pair, asked for by name.
+    code = cli.main(["bench", "--task", "finetune", "--checkpoint", str(checkpoint), "--datasets", "headlines",
+                     "--train-size", "24", "--dev-size", "16", "--batch-size", "8", "--sequence-length", "64",
+                     "--learning-rate", "1e-3", "--backends", "tensorflow",
+                     "--implementations", "ours,ours-mixed-precision,hf-grouped-bf16"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    rows = json.loads((tmp_path / "bench_finetune.json").read_text())["rows"]
+    assert [row["implementation"] for row in rows] == ["ours", "ours-mixed-precision", "hf-grouped-bf16"]
+    assert all(0 <= row["accuracy"] <= 1 and row["seconds"] > 0 and "error" not in row for row in rows)

