@@ -179,6 +179,63 @@ def test_fused_update_computes_the_schedule_and_step_scalars_once_per_step_not_p
     assert counts[False][0] >= decayed + 1 and counts[False][1] >= 2 * len(variables)
 
 
+MIRRORED_OUTSIDE_THE_SCOPE = """
+import json, numpy as np, tensorflow as tf
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from keras_bert_app.models.optimizer import create_optimizer
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+replicas = {}
+for fused in (True, False):
+    with strategy.scope():
+        variable = keras.Variable(np.ones((3,), "float32"), name="kernel")
+        optimizer = create_optimizer(0.1, total_steps=10, warmup_steps=0, weight_decay=0.01)
+        optimizer.fused = fused
+        optimizer.build([variable])
+    optimizer.apply([tf.constant([1.0, 2.0, 3.0])], [variable])  # outside the scope: a custom loop
+    replicas[str(fused)] = [x.numpy().tolist() for x in variable.value.values]
+print(json.dumps(replicas))
+"""
+
+
+def test_mirrored_variables_take_keras_update_on_every_replica_even_outside_the_scope():
+    """A mirrored variable's handle is one replica's: the kernel on it would leave the others behind."""
+    if keras.config.backend() != "tensorflow":
+        pytest.skip("tf.distribute is TensorFlow's.")
+    import json
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", MIRRORED_OUTSIDE_THE_SCOPE], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    replicas = json.loads(result.stdout.strip().splitlines()[-1])
+    for fused in ("True", "False"):
+        first, second = replicas[fused]
+        assert first == second and first != [1.0, 1.0, 1.0], (fused, replicas)
+    np.testing.assert_allclose(replicas["True"][0], replicas["False"][0], rtol=1e-6)
+
+
+def test_fused_weight_decay_excludes_the_variables_keras_tensorflow_update_excludes():
+    """Keras' TensorFlow optimizer matches the exclusions against a variable's full name (its layer's too)."""
+    if keras.config.backend() != "tensorflow":
+        pytest.skip("The fused kernel is TensorFlow's; JAX and PyTorch run Keras' own update.")
+    results = {}
+    for fused in (True, False):
+        inputs = keras.Input((4,))
+        hidden = keras.layers.Dense(4, name="attention_bias_projection")(inputs)
+        model = keras.Model(inputs, keras.layers.Dense(2, name="head")(hidden))
+        optimizer = create_optimizer(0.1, total_steps=10, warmup_steps=0, weight_decay=0.5)
+        optimizer.fused = fused
+        before = [np.array(keras.ops.convert_to_numpy(v)) for v in model.trainable_variables]
+        optimizer.apply([keras.ops.zeros(tuple(v.shape)) for v in model.trainable_variables], model.trainable_variables)
+        results[fused] = {v.path: not np.allclose(keras.ops.convert_to_numpy(v), old)
+                          for v, old in zip(model.trainable_variables, before) if np.any(old)}
+    assert results[True] == results[False]
+    assert results[True] == {"attention_bias_projection/kernel": False, "head/kernel": True}
+
+
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_compile_fuses_the_update_only_without_xla(jit_compile):
     """An XLA step keeps Keras' own update (XLA fuses it, and runs round as before); an op-by-op step uses the kernel."""
