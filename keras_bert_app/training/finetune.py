@@ -183,7 +183,9 @@ def finetune(
     import keras
 
     from keras_bert_app.models.xla import jit_compile_for_lengths
-    from keras_bert_app.training.last_epoch_validation import LastEpochValidation, keras_validation_epochs
+    from keras_bert_app.training.last_epoch_validation import (
+        LastEpochValidation, keras_validation_epochs, scores_from_predictions,
+    )
 
     keras.utils.set_random_seed(seed)
     output.mkdir(parents=True, exist_ok=True)
@@ -235,9 +237,10 @@ def finetune(
     validation_data = task.validation_data(devs[0], batch_size)
     callbacks = training_callbacks(output / "logs", log)
     last_epoch = None
-    if validation_data is not None:
+    if validation_data is not None and scores_from_predictions(task):
         # The last epoch's val_* and the dev logits from one pass (`training.last_epoch_validation`).
-        last_epoch = LastEpochValidation(epochs, functools.partial(task.logits, model, devs[0], batch_size))
+        logits = functools.partial(task.logits, model, devs[0], batch_size)
+        last_epoch = LastEpochValidation(epochs, logits, callbacks)
         callbacks.insert(0, last_epoch)
         validation_freq = keras_validation_epochs(epochs, validation_freq)
     started = time.perf_counter()

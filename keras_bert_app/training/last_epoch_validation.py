@@ -11,7 +11,24 @@ so the logs get the same `val_*` figures and the official metrics reuse the
 logits. Earlier epochs (per `validation_freq`) keep Keras' own pass.
 """
 
+import inspect
+
 import keras
+
+
+def scores_from_predictions(task):
+    """True when `task`'s validation batches are its prediction batches, so one pass can give both.
+
+    `Task`'s own `validation_data`, and a `logits` that takes `on_batch`;
+    a subclass that overrides the first, or an older `logits(model, split,
+    batch_size)`, keeps Keras' validation pass.
+    """
+    from keras_bert_app.tasks.base import Task
+
+    return (
+        type(task).validation_data is Task.validation_data
+        and "on_batch" in inspect.signature(task.logits).parameters
+    )
 
 
 def keras_validation_epochs(epochs, validation_freq):
@@ -24,32 +41,41 @@ class LastEpochValidation(keras.callbacks.Callback):
 
     Put it before the callbacks that read the logs (`CSVLogger`,
     `TensorBoard`); Keras adds its progress bar and `History` after the
-    callbacks it is given.
+    callbacks it is given. Those in `callbacks` also get `on_test_begin`
+    and `on_test_end`, as Keras' validation pass gives them (TensorBoard's
+    `evaluation_*_vs_iterations`).
 
     Args:
         epochs: int. The epochs of the `fit`.
         logits: callable taking `on_batch` and returning the dev logits
             (`Task.logits` on the dev split), calling `on_batch(labels, outputs)`
             for each batch it runs.
+        callbacks: the other callbacks of the `fit`.
 
     Attributes:
         dev_logits: the logits of the last epoch's pass (None before it).
     """
 
-    def __init__(self, epochs, logits):
+    def __init__(self, epochs, logits, callbacks=()):
         super().__init__()
         self.epochs = epochs
         self.compute_logits = logits
+        self.callbacks = list(callbacks)
         self.dev_logits = None
 
     def on_epoch_end(self, epoch, logs=None):
         if epoch != self.epochs - 1:
             return
         model = self.model
+        for callback in self.callbacks:
+            callback.on_test_begin()
         model.reset_metrics()
         self.dev_logits = self.compute_logits(on_batch=lambda labels, outputs: score_batch(model, labels, outputs))
+        scores = {name: float(value) for name, value in model.get_metrics_result().items()}
+        for callback in self.callbacks:
+            callback.on_test_end(dict(scores))
         if logs is not None:
-            logs.update({f"val_{name}": float(value) for name, value in model.get_metrics_result().items()})
+            logs.update({f"val_{name}": value for name, value in scores.items()})
 
 
 def score_batch(model, labels, outputs):
