@@ -79,7 +79,11 @@ class LastEpochValidation(keras.callbacks.Callback):
 
 
 def score_batch(model, labels, outputs):
-    """Keras' `test_step` on one batch whose outputs are known: the compiled loss and metrics' states updated."""
+    """Keras' `test_step` on one batch whose outputs are known: the compiled loss and metrics' states updated.
+
+    It calls what `test_step` calls, Keras' `_compute_loss` and `_loss_tracker` among them (private names:
+    `tests/training/test_last_epoch_validation.py` compares the figures with Keras' own pass on every backend).
+    """
     y = labels[0] if labels else None
     sample_weight = labels[1] if len(labels) > 1 else None
     loss = model._compute_loss(x=None, y=y, y_pred=outputs, sample_weight=sample_weight, training=False)
