@@ -18,6 +18,8 @@ import functools
 
 
 def add_arguments(parser):
+    from keras_bert_app.benchmark.finetune_worker import DEFAULT_IMPLEMENTATIONS, IMPLEMENTATIONS
+
     parser.add_argument(
         "--task", choices=("model", "finetune"), default="model",
         help="model: training/inference steps of the encoder (default); finetune: whole-process fine-tuning "
@@ -93,9 +95,10 @@ def add_arguments(parser):
         "(default: %(default)s)",
     )
     finetune.add_argument(
-        "--implementations", default="ours,ours-no-bucketing,ours-group-by-length,keras-hub,hf-grouped,hf-padded",
-        help="comma-separated (default: %(default)s; also ours-mixed-precision and hf-grouped-bf16, bfloat16 "
-        "side by side)",
+        "--implementations", default=",".join(DEFAULT_IMPLEMENTATIONS),
+        help="comma-separated (default: %(default)s; also "
+        + " and ".join(name for name in IMPLEMENTATIONS if name not in DEFAULT_IMPLEMENTATIONS)
+        + ", bfloat16 side by side)",
     )
     finetune.add_argument("--train-size", type=int, default=1600, help="training examples (default: %(default)s)")
     finetune.add_argument("--dev-size", type=int, default=625, help="dev examples (default: %(default)s)")
