@@ -20,7 +20,7 @@ def add_arguments(parser):
     parser.add_argument(
         "--no-bucketing", action="store_true",
         help="run the model at the full sequence length for every request (default: each batch at its "
-        "longest input rounded up to 16, 32, 64, 128, then multiples of 128; outputs keep their shapes)",
+        "longest input rounded up to 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, ...; outputs keep their shapes)",
     )
     parser.add_argument(
         "--head", choices=HEADS, default="auto",

@@ -12,6 +12,8 @@ come from the task's `OPTIONS` (plain data: building `--help` imports no
 TensorFlow), the shared ones (and their defaults) from its `DEFAULTS`.
 """
 
+import argparse
+
 
 def add_arguments(parser):
     from keras_bert_app.tasks.registry import TASKS
@@ -100,12 +102,14 @@ def _add_common_arguments(parser, defaults):
     parser.add_argument(
         "--no-bucketing", action="store_true",
         help="pad every batch to --sequence-length (default: pad each batch to its longest example rounded up to "
-        "16, 32, 64, 128, then a multiple of 128)",
+        "8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, ...: powers of two and 1.5 times them)",
     )
     parser.add_argument(
-        "--group-by-length", action="store_true",
-        help="training batches of similar lengths, as HF's group_by_length: less padding where lengths vary, but "
-        "where length gives the label away a batch may hold one class (default: batches of random examples)",
+        "--group-by-length", action=argparse.BooleanOptionalAction, default=None,
+        help="training batches of similar lengths, as HF's group_by_length: each epoch the examples shuffled, "
+        "sorted by length within random quarters of the data (at most 50 batches each), the batches shuffled "
+        "(default: on with bucketing); --no-group-by-length: batches of random examples, each cut to its "
+        "longest, for data whose length gives the label away",
     )
     parser.add_argument(
         "--mixed-precision", action="store_true",

@@ -2,37 +2,41 @@
 
 Length-aware batching pads each batch to its longest example rounded up to
 one of these lengths, so XLA (and an exported SavedModel) sees a handful of
-shapes, never one per batch. The set is fixed and stated: powers of two from
-16 to 128, then multiples of 128 (256, 384, 512, ...), which keeps the
-largest padding waste of a batch under half at short lengths and under a
-quarter past 256 (384 is SQuAD's usual length).
+shapes, never one per batch. The set is fixed and stated: the powers of two
+from 8 and the halfway steps between them, 1.5 times each (8, 12, 16, 24,
+32, 48, 64, 96, 128, 192, 256, 384, 512, 768, ...): each length is at most
+1.5 times the one below, so a batch is never more than a third padding past
+its longest example (384 is SQuAD's usual length; 12 and 8 fit a headline,
+where HF pads to the exact longest).
 """
 
 from keras_bert_app import errors
 
-SMALLEST_BUCKET = 16
+SMALLEST_BUCKET = 8
 
 
 def round_up(length):
-    """The smallest bucket length that holds `length` tokens."""
+    """The smallest bucket length that holds `length` tokens.
+
+    >>> [round_up(n) for n in (1, 9, 13, 17, 100, 129, 300, 385)]
+    [8, 12, 16, 24, 128, 192, 384, 512]
+    """
     length = int(length)
-    if length <= SMALLEST_BUCKET:
-        return SMALLEST_BUCKET
-    if length <= 128:
-        bucket = SMALLEST_BUCKET
-        while bucket < length:
-            bucket *= 2
-        return bucket
-    return -(-length // 128) * 128
+    power = SMALLEST_BUCKET
+    while True:
+        for bucket in (power, power * 3 // 2):
+            if length <= bucket:
+                return bucket
+        power *= 2
 
 
 def bucket_lengths(sequence_length):
     """Every bucket length up to `sequence_length` rounded up, shortest first.
 
     >>> bucket_lengths(128)
-    (16, 32, 64, 128)
+    (8, 12, 16, 24, 32, 48, 64, 96, 128)
     >>> bucket_lengths(512)
-    (16, 32, 64, 128, 256, 384, 512)
+    (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
     """
     errors.check_int("sequence_length", sequence_length, minimum=2)
     top = round_up(sequence_length)
@@ -44,10 +48,22 @@ def bucket_lengths(sequence_length):
     return tuple(lengths)
 
 
-# Length grouping sorts the examples of this many batches at a time (as HF's
-# `group_by_length` does): batches of similar lengths, still drawn from a
-# random sample of the data each epoch.
+# Length grouping sorts the examples of at most this many batches at a time.
 GROUP_BATCHES = 50
+
+
+def group_batches(num_examples, batch_size):
+    """How many batches' examples length grouping sorts at a time: HF `group_by_length`'s rule.
+
+    At most `GROUP_BATCHES`, and at most a quarter of the epoch's batches
+    (at least 1): each batch is made of examples of similar lengths drawn
+    from a random quarter (or less) of the data, never from one sort of it
+    all, so where the length tells the label a batch still mixes classes.
+
+    >>> group_batches(1600, 32), group_batches(100_000, 32), group_batches(100, 32)
+    (12, 50, 1)
+    """
+    return max(1, min(num_examples // (4 * batch_size), GROUP_BATCHES))
 
 
 def batch_lengths(sequence_length):
@@ -58,9 +74,9 @@ def batch_lengths(sequence_length):
     truncation length (as with fixed padding) and is the top bucket.
 
     >>> batch_lengths(128)
-    (16, 32, 64, 128)
+    (8, 12, 16, 24, 32, 48, 64, 96, 128)
     >>> batch_lengths(100)
-    (16, 32, 64, 100)
+    (8, 12, 16, 24, 32, 48, 64, 96, 100)
     """
     errors.check_int("sequence_length", sequence_length, minimum=2)
     return tuple(length for length in bucket_lengths(sequence_length) if length < sequence_length) + (
@@ -75,8 +91,8 @@ def describe(sequence_length, bucketing=True, group_by_length=None):
     lengths = batch_lengths(sequence_length)
     batches = {
         None: "",
-        True: ", training batches grouped by length (--group-by-length)",
-        False: ", training batches of random examples, evaluation batches grouped by length",
+        True: ", training batches grouped by length (--no-group-by-length: of random examples)",
+        False: ", training batches of random examples (--no-group-by-length), evaluation batches grouped by length",
     }[group_by_length]
     line = (
         "Padding each batch to its longest example rounded up to "
@@ -115,9 +131,10 @@ def trim(batch, sequence_length):
     import tensorflow as tf
 
     inputs = batch[0]
-    lengths = tf.constant(batch_lengths(sequence_length), "int32")
+    lengths = batch_lengths(sequence_length)
     longest = tf.reduce_max(example_lengths(inputs))
-    length = tf.gather(lengths, tf.minimum(tf.searchsorted(lengths, longest[None])[0], len(lengths) - 1))
+    index = tf.minimum(tf.searchsorted(tf.constant(lengths, "int32"), longest[None])[0], len(lengths) - 1)
+    length = tf.gather(tf.constant(lengths, "int32"), index)
 
     def cut(value):
         if value.shape.rank is not None and value.shape.rank >= 2 and value.shape[-1] == sequence_length:
@@ -135,6 +152,18 @@ def _sort_by_length(*group):
     return tf.nest.map_structure(lambda value: tf.gather(value, order), group)
 
 
+def plain_map(dataset, function, **options):
+    """`dataset.map(function)` without AutoGraph: these functions have no tensor-dependent Python control flow.
+
+    AutoGraph rewrites each function `map` is given from its source the
+    first time (0.6 s of a short fine-tuning run on 2 cores, for the dozen
+    small functions of this module), to run as it would anyway.
+    """
+    import tensorflow as tf
+
+    return dataset.map(tf.autograph.experimental.do_not_convert(function), **options)
+
+
 def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=False, seed=None, bucketing=True,
                     group_by_length=True):
     """Batches of single examples, padded per batch to a bucket length and grouped by length.
@@ -144,7 +173,7 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
     `batch_size`, each padded to `sequence_length`.
 
     With `bucketing` (the default): each epoch the examples are shuffled
-    (seeded), sorted by length within groups of `GROUP_BATCHES` batches,
+    (seeded), sorted by length within groups of `group_batches` batches,
     cut into batches, and the batches shuffled (seeded). Every example is in
     exactly one batch per epoch; there are `ceil(num_examples / batch_size)`
     batches, as with fixed padding, all full but the last (so the learning
@@ -179,19 +208,21 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
         return _without_autotuning(dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE))
     single = not isinstance(dataset.element_spec, tuple)
     if single:
-        dataset = dataset.map(lambda inputs: (inputs,))
+        dataset = plain_map(dataset, lambda inputs: (inputs,))
     num_batches = -(-num_examples // batch_size)
     if shuffle:
         dataset = dataset.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True)
     if group_by_length:
-        dataset = dataset.batch(GROUP_BATCHES * batch_size).map(_sort_by_length).unbatch()
+        # Evaluation sorts 50 batches at a time (nothing to learn from its order); training as HF does.
+        group = group_batches(num_examples, batch_size) if shuffle else GROUP_BATCHES
+        dataset = plain_map(dataset.batch(group * batch_size), _sort_by_length).unbatch()
     dataset = dataset.batch(batch_size)
-    dataset = dataset.map(lambda *batch: trim(batch, sequence_length), num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = plain_map(dataset, lambda *batch: trim(batch, sequence_length), num_parallel_calls=tf.data.AUTOTUNE)
     if shuffle:
         batch_seed = None if seed is None else seed + 1
         dataset = dataset.shuffle(num_batches, seed=batch_seed, reshuffle_each_iteration=True)
     if single:
-        dataset = dataset.map(lambda inputs: inputs)
+        dataset = plain_map(dataset, lambda inputs: inputs)
     dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches)).prefetch(tf.data.AUTOTUNE)
     return _without_autotuning(dataset)
 
@@ -275,19 +306,19 @@ def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, b
     if not bucketing and on_batch is None:
         return model.predict(inputs.batch(batch_size).prefetch(tf.data.AUTOTUNE), verbose=0)
     if on_batch is None:
-        indexed = inputs.enumerate().map(lambda index, example: (example, index))
+        indexed = plain_map(inputs.enumerate(), lambda index, example: (example, index))
     else:
-        indexed = inputs.enumerate().map(lambda index, example: (example[0], index, *example[1:]))
+        indexed = plain_map(inputs.enumerate(), lambda index, example: (example[0], index, *example[1:]))
     batches = grouped_batches(indexed, num_examples, batch_size, sequence_length, bucketing=bucketing)
     if not per_position:
         # One `predict` over all batches, traced once for every length (see
         # `trace_predict_for_any_length`), where `predict_on_batch` traces
         # anew for the first few lengths it sees.
-        inputs_only = batches.map(lambda batch_inputs, index, *rest: batch_inputs)
+        inputs_only = plain_map(batches, lambda batch_inputs, index, *rest: batch_inputs)
         trace_predict_for_any_length(model, inputs_only.element_spec)
         outputs = model.predict(inputs_only, verbose=0)
         order, start = [], 0
-        for index, *rest in batches.map(lambda batch_inputs, index, *rest: (index, *rest)).as_numpy_iterator():
+        for index, *rest in plain_map(batches, lambda batch_inputs, index, *rest: (index, *rest)).as_numpy_iterator():
             if on_batch is not None:
                 on_batch(tuple(rest), tf.nest.map_structure(lambda value: value[start : start + len(index)], outputs))
             order.append(index)

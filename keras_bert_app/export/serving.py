@@ -18,10 +18,11 @@ kba.export_for_serving(classifier, "serving/topics", preprocessor, label_names=[
 
 Length buckets (default; `bucketing=False` turns them off): the graph packs
 each request batch at S, cuts it to its last real token rounded up to a
-bucket length (16, 32, 64, 128, then multiples of 128, at most S:
-`data.bucketing`) and runs the model there, then pads the per-position
-outputs back to S (0 / -1 / "" at padding positions), so a 10-word request
-costs a 16-token run. The model is exported once with an open sequence axis
+bucket length (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512,
+...: powers of two and 1.5 times them, at most S: `data.bucketing`) and
+runs the model there, then pads the per-position outputs back to S
+(0 / -1 / "" at padding positions), so a 10-word request costs a 12- or
+16-token run. The model is exported once with an open sequence axis
 (on JAX through jax2tf with one symbolic length, at most S), and
 `assets.extra/tf_serving_warmup_requests` holds a request of each length.
 
@@ -149,8 +150,8 @@ def export_for_serving(
         sequence_length: int. For a folder: the served length (None: the
             run's, else 128 or the encoder's max_sequence_length when shorter).
         bucketing: bool. Run the model on each request batch at its longest
-            input rounded up to a bucket length (16, 32, 64, 128, then
-            multiples of 128, up to S; `data.bucketing`), so a short request
+            input rounded up to a bucket length (8, 12, 16, 24, 32, 48, 64,
+            96, 128, ..., up to S; `data.bucketing`), so a short request
             costs a short request's compute; the outputs keep their [-1, S]
             shapes. False: every batch runs at S.
 

@@ -151,7 +151,7 @@ class Task:
         self.tokenizer = None
         self._preprocessor = None
         self.bucketing = True
-        self.group_by_length = False  # training batches of similar lengths (`finetune(group_by_length=True)`)
+        self.group_by_length = True  # training batches of similar lengths (`finetune(group_by_length=...)`)
 
     # === Options and the preset's "task" entry ===
     @classmethod
@@ -267,8 +267,8 @@ class Task:
     def dataset(self, split, batch_size, shuffle=False, seed=None):
         """tf.data batches of a split (with labels when it has them), each padded to a bucket unless not `bucketing`.
 
-        Training batches (`shuffle`): random, each cut to its longest example, unless `group_by_length`
-        (see `kba.finetune`). Evaluation batches: grouped by length (no effect on the figures)."""
+        Training batches (`shuffle`): grouped by length unless not `group_by_length` (random, each cut to its
+        longest example; see `kba.finetune`). Evaluation batches: grouped by length (no effect on the figures)."""
         from keras_bert_app.data.bucketing import grouped_batches
 
         return grouped_batches(
@@ -319,9 +319,9 @@ class Task:
         `on_batch(labels, outputs)` for each batch as run: see `bucketing.predict_in_order`."""
         import numpy as np
 
-        from keras_bert_app.data.bucketing import predict_in_order
+        from keras_bert_app.data.bucketing import plain_map, predict_in_order
 
-        inputs = self.packed_examples(split) if on_batch else self.packed_examples(split).map(lambda x, *rest: x)
+        inputs = self.packed_examples(split) if on_batch else plain_map(self.packed_examples(split), lambda x, *rest: x)
         outputs = predict_in_order(
             model, inputs, split.num_features, batch_size, self.sequence_length,
             bucketing=self.bucketing, per_position=self.PER_POSITION, on_batch=on_batch,

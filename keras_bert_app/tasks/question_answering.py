@@ -124,10 +124,10 @@ class QuestionAnswering(Task):
         """`(start_logits, end_logits)` float32 [features, seq] (0.0 past a bucketed batch's length)."""
         import numpy as np
 
-        from keras_bert_app.data.bucketing import predict_in_order
+        from keras_bert_app.data.bucketing import plain_map, predict_in_order
 
         if self.bucketing:
-            inputs = self.packed_examples(split).map(lambda inputs, *rest: inputs)
+            inputs = plain_map(self.packed_examples(split), lambda inputs, *rest: inputs)
             outputs = predict_in_order(
                 model, inputs, split.num_features, batch_size, self.sequence_length, per_position=True
             )

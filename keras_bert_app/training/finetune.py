@@ -66,7 +66,7 @@ def finetune(
     log: Optional[Callable[[str], None]] = None,
     layerwise_lr_decay: Optional[float] = None,
     bucketing: bool = True,
-    group_by_length: bool = False,
+    group_by_length: Optional[bool] = None,
     validation_freq: int = 1,
     mixed_precision: bool = False,
     **task_options: object,
@@ -104,19 +104,21 @@ def finetune(
             embeddings at `decay**(L + 1)`, the pooler and head at the full
             rate (`models.layerwise_lr_decay`). None: one rate for all.
         bucketing: bool. Pad each batch (training, validation, dev
-            predictions) to its longest example rounded up to 16, 32, 64,
-            128, then a multiple of 128 (at most `sequence_length`), with
-            batches of similar lengths (`data.bucketing`); False pads every
-            batch to `sequence_length`, as the original BERT. Training
-            batches keep the random composition of fixed padding, each cut
-            to its own longest example.
-        group_by_length: bool. With `bucketing`: training batches of
-            similar lengths, as HF's `group_by_length` (each epoch the
-            examples shuffled, sorted by length within groups of 50
-            batches, the batches shuffled): less padding where lengths
-            vary, but a batch holds examples of one length, so where the
-            length gives the label away (long positive, short negative
-            reviews) it may hold one class; off by default.
+            predictions) to its longest example rounded up to a bucket
+            length (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, ...: powers of
+            two and 1.5 times them, at most `sequence_length`;
+            `data.bucketing`); False pads every batch to `sequence_length`,
+            as the original BERT.
+        group_by_length: bool or None. With `bucketing`: training batches
+            of similar lengths, as HF's `group_by_length` (each epoch the
+            examples shuffled, sorted by length within groups of at most a
+            quarter of them and 50 batches, cut into batches, the batches
+            shuffled), so a batch of short examples runs short. None (the
+            default): on with `bucketing`, off without. False keeps the
+            batches of a random order, each cut to its longest example:
+            for data whose length gives the label away (long positive,
+            short negative reviews), where a batch of one length can hold
+            mostly one class.
         validation_freq: int. Score the first dev set during training every
             this many epochs (Keras' `fit(validation_freq=...)`: the
             `val_*` curves of the logs), and after the last epoch whatever
@@ -165,6 +167,8 @@ def finetune(
     sequence_length = sequence_length_for(preset, sequence_length, defaults["sequence_length"])
     errors.check_int("seed", seed, minimum=0)
     errors.check_type("bucketing", bucketing, bool)
+    if group_by_length is None:
+        group_by_length = bucketing
     errors.check_type("group_by_length", group_by_length, bool)
     if group_by_length and not bucketing:
         raise errors.ArgumentError(

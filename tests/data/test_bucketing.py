@@ -11,15 +11,20 @@ SEQUENCE_LENGTH = 128
 
 
 def test_bucket_lengths_are_the_stated_set():
-    assert [bucketing.round_up(n) for n in (0, 2, 16, 17, 33, 64, 65, 128, 129, 300, 384, 385)] == [
-        16, 16, 16, 32, 64, 64, 128, 128, 256, 384, 384, 512,
+    assert [bucketing.round_up(n) for n in (0, 2, 8, 9, 12, 13, 17, 25, 33, 49, 64, 65, 97, 128, 129, 300, 384, 385,
+                                            513, 769)] == [
+        8, 8, 8, 12, 12, 16, 24, 32, 48, 64, 64, 96, 128, 128, 192, 384, 384, 512, 768, 1024,
     ]
-    assert bucketing.bucket_lengths(128) == (16, 32, 64, 128)
-    assert bucketing.bucket_lengths(512) == (16, 32, 64, 128, 256, 384, 512)
+    assert bucketing.bucket_lengths(128) == (8, 12, 16, 24, 32, 48, 64, 96, 128)
+    assert bucketing.bucket_lengths(512) == (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+    # Each length at most 1.5x the one below: a batch is under a third padding past its longest example.
+    lengths = bucketing.bucket_lengths(4096)
+    assert all(longer <= 1.5 * shorter for shorter, longer in zip(lengths, lengths[1:]))
+    assert all(bucketing.round_up(n) == min(length for length in lengths if length >= n) for n in range(1, 4097))
     # A sequence length off the set stays the truncation length and is the top bucket.
-    assert bucketing.batch_lengths(128) == (16, 32, 64, 128)
-    assert bucketing.batch_lengths(100) == (16, 32, 64, 100)
-    assert bucketing.batch_lengths(12) == (12,)
+    assert bucketing.batch_lengths(128) == (8, 12, 16, 24, 32, 48, 64, 96, 128)
+    assert bucketing.batch_lengths(100) == (8, 12, 16, 24, 32, 48, 64, 96, 100)
+    assert bucketing.batch_lengths(6) == (6,)
     assert "not a bucket length" in bucketing.describe(100) and "not a bucket" not in bucketing.describe(384)
     assert bucketing.describe(100, bucketing=False) == "Padding every batch to 100 tokens (no bucketing)."
 
@@ -84,14 +89,14 @@ def test_short_data_empty_texts_and_multiple_choice():
     mask[:, :2] = 1
     inputs = {"token_ids": mask * 7, "padding_mask": mask}
     (batch,) = list(bucketing.grouped_batches(tf.data.Dataset.from_tensor_slices(inputs), 3, 32, SEQUENCE_LENGTH))
-    assert batch["token_ids"].shape == (3, 16)
+    assert batch["token_ids"].shape == (3, 8)
     # Multiple choice [choices, seq]: the batch is as long as its longest choice.
     choices = np.zeros((2, 4, SEQUENCE_LENGTH), "int32")
     choices[0, 2, :40] = 1
     choices[1, :, :3] = 1
     dataset = tf.data.Dataset.from_tensor_slices(({"padding_mask": choices}, np.array([0, 1])))
     (batch, labels) = next(iter(bucketing.grouped_batches(dataset, 2, 2, SEQUENCE_LENGTH)))
-    assert batch["padding_mask"].shape == (2, 4, 64) and labels.shape == (2,)
+    assert batch["padding_mask"].shape == (2, 4, 48) and labels.shape == (2,)
     # A sequence length off the set: its own length tops the buckets.
     long = {"padding_mask": np.ones((2, 100), "int32")}
     (batch,) = list(bucketing.grouped_batches(tf.data.Dataset.from_tensor_slices(long), 2, 2, 100))
@@ -173,3 +178,24 @@ def test_training_batches_keep_the_random_composition_of_fixed_padding():
     assert sorted(tuple(sorted(index)) for _, index, _ in random_epoch) == fixed_batches
     for inputs, index, _ in random_epoch:
         assert inputs["token_ids"].shape[1] == bucketing.round_up(lengths[index].max())
+
+
+def test_training_groups_sort_a_quarter_of_the_data_at_most_as_hf_group_by_length():
+    # HF's `get_length_grouped_indices`: sort groups of min(n // (4 * batch), 50) batches, so every batch is drawn
+    # from a random quarter of the data or less; evaluation sorts 50 batches at a time.
+    assert [bucketing.group_batches(n, 16) for n in (10, 63, 64, 203, 3200, 10**6)] == [1, 1, 1, 3, 50, 50]
+    dataset, lengths = _examples(203)
+    batches = _epoch(bucketing.grouped_batches(dataset, 203, 16, SEQUENCE_LENGTH, shuffle=True, seed=3))
+    # The same epoch by hand: the examples in the pipeline's seeded order, sorted within groups of 3 * 16, cut in 16s.
+    order = np.concatenate([index for _, index, _ in _epoch(_examples(203)[0].shuffle(203, seed=3).batch(203))])
+    expected = []
+    for start in range(0, 203, 48):
+        group = order[start:start + 48]
+        group = group[np.argsort(-lengths[group], kind="stable")]
+        expected += [tuple(group[i:i + 16]) for i in range(0, len(group), 16)]
+    assert sorted(tuple(index) for _, index, _ in batches) == sorted(expected)
+    assert [tuple(index) for _, index, _ in batches] != expected  # the batches themselves shuffled
+    # A random quarter per group: the batches of one length are not all drawn from one sort of the whole set.
+    spread = [lengths[index].max() - lengths[index].min() for _, index, _ in batches]
+    everything = np.sort(lengths)[::-1]
+    assert np.mean(spread) > np.mean([np.ptp(everything[i:i + 16]) for i in range(0, 203, 16)])

@@ -14,10 +14,10 @@ from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
 from tests.export.clean_process import serve_in_clean_process
 
 SEQUENCE_LENGTH = 64
-BUCKETS = [16, 32, 64]
+BUCKETS = [8, 12, 16, 24, 32, 48, 64]
 HIDDEN = 16
 SHORT = ["a fine day"]
-MEDIUM = ["a fine day", "the quick brown fox jumps over the lazy dog " * 2, ""]  # 20 pieces: bucket 32
+MEDIUM = ["a fine day", "the quick brown fox jumps over the lazy dog " * 2, ""]  # 20 pieces + [CLS] [SEP]: bucket 24
 LONG = ["a fine day", "supercalifragilistic expialidocious " * 40]  # cut at S
 
 
@@ -117,7 +117,8 @@ def test_bucket_length_graph_op():
     from keras_bert_app.export.graph_ops import bucket_length
     from keras_bert_app.export.serving_head import served_lengths
 
-    assert served_lengths(64) == (16, 32, 64) and served_lengths(24) == (16, 24) and served_lengths(64, False) == (64,)
+    assert served_lengths(64) == tuple(BUCKETS) and served_lengths(20) == (8, 12, 16, 20)
+    assert served_lengths(64, False) == (64,)
     lengths = (16, 32, 64)
     for last, expected in ((0, 16), (1, 16), (16, 16), (17, 32), (33, 64), (64, 64)):
         mask = tf.concat([tf.ones([2, last], tf.int32), tf.zeros([2, 64 - last], tf.int32)], axis=1)
@@ -135,4 +136,4 @@ def test_no_bucketing_flag(tmp_path, monkeypatch, capsys):
     for extra in ([], ["--no-bucketing"]):
         argv = ["export", "--model", "bert_tiny_uncased", "--head", "features", "--output", str(tmp_path / "x"), *extra]
         assert cli.main(argv) == 0
-    assert [head.bucket_lengths for head in heads] == [(16, 32, 64, 128), (128,)]
+    assert [head.bucket_lengths for head in heads] == [(8, 12, 16, 24, 32, 48, 64, 96, 128), (128,)]

@@ -49,8 +49,8 @@ def test_classify_with_and_without_bucketing_and_bad_input(tmp_path, shared_data
     # sequence length off the buckets (kept as the truncation length and top bucket), less than a batch.
     assert "train: 7 examples from train.csv; 1 examples longer than 40 tokens were truncated" in out
     assert "1 examples have no tokens (empty text" in out
-    assert "Padding each batch to its longest example rounded up to 16, 32 or 40 tokens" in out
-    assert "Note: sequence length 40 is not a bucket length (16, 32, 64): it stays the truncation length" in out
+    assert "Padding each batch to its longest example rounded up to 8, 12, 16, 24, 32 or 40 tokens" in out
+    assert "Note: sequence length 40 is not a bucket length (8, 12, 16, 24, 32, 48): it stays the truncation length" in out
     assert "train: 7 examples, fewer than one batch of 8: each epoch is one step on all of them." in out
     for flags, name in (("", "bucketed"), ("--no-bucketing", "fixed")):
         _run(f"predict --preset run/preset --input dev.csv --output {name}.jsonl --batch-size 2 {flags}", capsys)
@@ -75,13 +75,14 @@ def _length_ranges(dataset):
     return ranges
 
 
-def test_group_by_length_makes_training_batches_of_similar_lengths(tmp_path, shared_data, capsys, monkeypatch):
+def test_training_batches_are_grouped_by_length_by_default(tmp_path, shared_data, capsys, monkeypatch):
     import keras
 
     write_tiny_preset(tmp_path / "P", shared_data / "vocab" / "bert_uncased_vocab.txt", max_sequence_length=64)
     words = "the market closed lower after a long day of trading and the team won the cup again".split()
-    rows = [(" ".join(words[: 1 + (i * 7) % len(words)]), "a" if i % 2 else "b") for i in range(48)]
+    rows = [(" ".join(words[: 1 + (i * 7) % len(words)]), "a" if i % 2 else "b") for i in range(128)]
     (tmp_path / "train.csv").write_text(_csv(rows), encoding="utf-8")
+    (tmp_path / "dev.csv").write_text(_csv(rows[:8]), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     seen = {}
     fit = keras.Model.fit
@@ -91,18 +92,22 @@ def test_group_by_length_makes_training_batches_of_similar_lengths(tmp_path, sha
         return fit(model, *args, **kwargs)
 
     monkeypatch.setattr(keras.Model, "fit", spy)
-    command = ("finetune classify --train train.csv --dev train.csv --text-column text --label-column label "
+    command = ("finetune classify --train train.csv --dev dev.csv --text-column text --label-column label "
                "--preset P --epochs 1 --batch-size 8 --sequence-length 32 --output {} {}")
-    out = _run(command.format("grouped", "--group-by-length"), capsys)
-    assert "training batches grouped by length (--group-by-length)" in out
-    grouped = sorted(seen["ranges"])
-    _run(command.format("random", ""), capsys)
-    random = sorted(seen["ranges"])
-    assert len(grouped) == len(random) == 6  # every example once: 48 / 8 batches either way
-    # 48 examples are one group (of 50 batches): sorted, then cut, so the batches' length ranges follow one
-    # another without overlapping; random batches each span most of the lengths.
-    assert all(previous[1] <= current[0] for previous, current in zip(grouped, grouped[1:])), grouped
-    assert sum(high - low for low, high in grouped) < sum(high - low for low, high in random) / 2
-    assert json.loads((tmp_path / "grouped" / "metrics.json").read_text())["dev"]["accuracy"] >= 0
+    runs = {}
+    for name, flags in (("default", ""), ("grouped", "--group-by-length"), ("random", "--no-group-by-length")):
+        out = _run(command.format(name, flags), capsys)
+        runs[name] = seen["ranges"]
+        assert ("training batches grouped by length" in out) == (name != "random"), out
+        assert json.loads((tmp_path / name / "metrics.json").read_text())["dev"]["accuracy"] >= 0
+    assert "training batches of random examples (--no-group-by-length)" in out
+    assert runs["default"] == runs["grouped"]  # the same seeded batches
+    assert len(runs["default"]) == len(runs["random"]) == 16  # every example once: 128 / 8 batches either way
+    # 128 examples, batch 8: groups of 4 batches (a quarter of the data, as HF), each sorted and cut, so a batch
+    # spans a few lengths; random batches each span most of them.
+    grouped_span = sum(high - low for low, high in runs["grouped"])
+    random_span = sum(high - low for low, high in runs["random"])
+    assert grouped_span < random_span / 2, (runs["grouped"], runs["random"])
     code = cli.main(shlex.split(command.format("bad", "--group-by-length --no-bucketing")))
     assert code == 2 and "group_by_length needs bucketing" in capsys.readouterr().err
+    assert _run(command.format("fixed", "--no-bucketing"), capsys).count("no bucketing") == 1  # no grouping to refuse
