@@ -31,7 +31,7 @@ def test_converted_checkpoint_serves_what_transformers_computes_at_its_40_positi
     reference, preset = converted("BertModel", tmp_path)  # (a task class converts to its task: its own export)
     exports = [_export(preset, tmp_path / "bucketed"), _export(preset, tmp_path / "fixed", "--no-bucketing")]
     metadata = json.loads((exports[0] / "assets.extra" / "keras_bert_app.json").read_text())
-    assert (metadata["sequence_length"], metadata["bucket_lengths"]) == (40, [16, 32, 40])
+    assert (metadata["sequence_length"], metadata["bucket_lengths"]) == (40, [8, 12, 16, 24, 32, 40])
     served = serve_in_clean_process(
         [(path, "serving_default", {"text": TEXTS[batch]}) for path in exports for batch in BATCHES], tmp_path
     )
