@@ -10,8 +10,8 @@ evaluating.
     ours               `keras-bert-app finetune classify` (defaults): not a worker, the console script's
                        own process (`processes.run_console_process`, `ours_command_line`)
     ours-no-bucketing  the same with `--no-bucketing`: every batch padded to the max length
-    ours-random-batches  the same with `--no-group-by-length`: training batches of random examples, each
-                       cut to its longest (ours groups them by length by default, as hf-grouped does)
+    ours-group-by-length  the same with `--group-by-length`: training batches grouped by length with
+                       hf-grouped's rule (not our default: see `kba.finetune`)
     keras-hub          `BertTextClassifier.from_preset` with its own preprocessor at the max length, `fit`
                        with its compile defaults (Adam at the learning rate), then `predict`
     hf-grouped         transformers `BertForSequenceClassification` + torch: `DataCollatorWithPadding`
@@ -30,11 +30,11 @@ import sys
 
 from keras_bert_app.benchmark.processes import RESULT_PREFIX
 
-DEFAULT_IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "ours-random-batches", "keras-hub", "hf-grouped", "hf-padded")
+DEFAULT_IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "ours-group-by-length", "keras-hub", "hf-grouped", "hf-padded")
 IMPLEMENTATIONS = DEFAULT_IMPLEMENTATIONS + ("ours-mixed-precision", "hf-grouped-bf16")
 # Ours and its variants: the flags each adds to `finetune classify`'s defaults.
 OURS_FLAGS = {
-    "ours": [], "ours-no-bucketing": ["--no-bucketing"], "ours-random-batches": ["--no-group-by-length"],
+    "ours": [], "ours-no-bucketing": ["--no-bucketing"], "ours-group-by-length": ["--group-by-length"],
     "ours-mixed-precision": ["--mixed-precision"],
 }
 

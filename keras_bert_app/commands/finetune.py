@@ -108,8 +108,8 @@ def _add_common_arguments(parser, defaults):
         "--group-by-length", action=argparse.BooleanOptionalAction, default=None,
         help="training batches of similar lengths, as HF's group_by_length: each epoch the examples shuffled, "
         "sorted by length within random quarters of the data (at most 50 batches each), the batches shuffled "
-        "(default: on with bucketing); --no-group-by-length: batches of random examples, each cut to its "
-        "longest, for data whose length gives the label away",
+        "(default: off, batches of random examples, each cut to its longest: where length gives the label "
+        "away, grouped batches lean to one class)",
     )
     parser.add_argument(
         "--mixed-precision", action="store_true",

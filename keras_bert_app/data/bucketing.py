@@ -91,8 +91,8 @@ def describe(sequence_length, bucketing=True, group_by_length=None):
     lengths = batch_lengths(sequence_length)
     batches = {
         None: "",
-        True: ", training batches grouped by length (--no-group-by-length: of random examples)",
-        False: ", training batches of random examples (--no-group-by-length), evaluation batches grouped by length",
+        True: ", training batches grouped by length (--group-by-length)",
+        False: ", training batches of random examples, evaluation batches grouped by length",
     }[group_by_length]
     line = (
         "Padding each batch to its longest example rounded up to "

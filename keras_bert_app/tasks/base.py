@@ -151,7 +151,7 @@ class Task:
         self.tokenizer = None
         self._preprocessor = None
         self.bucketing = True
-        self.group_by_length = True  # training batches of similar lengths (`finetune(group_by_length=...)`)
+        self.group_by_length = False  # training batches of similar lengths (`finetune(group_by_length=True)`)
 
     # === Options and the preset's "task" entry ===
     @classmethod
@@ -267,8 +267,8 @@ class Task:
     def dataset(self, split, batch_size, shuffle=False, seed=None):
         """tf.data batches of a split (with labels when it has them), each padded to a bucket unless not `bucketing`.
 
-        Training batches (`shuffle`): grouped by length unless not `group_by_length` (random, each cut to its
-        longest example; see `kba.finetune`). Evaluation batches: grouped by length (no effect on the figures)."""
+        Training batches (`shuffle`): random, each cut to its longest example, unless `group_by_length`
+        (see `kba.finetune`). Evaluation batches: grouped by length (no effect on the figures)."""
         from keras_bert_app.data.bucketing import grouped_batches
 
         return grouped_batches(

@@ -113,12 +113,12 @@ def finetune(
             of similar lengths, as HF's `group_by_length` (each epoch the
             examples shuffled, sorted by length within groups of at most a
             quarter of them and 50 batches, cut into batches, the batches
-            shuffled), so a batch of short examples runs short. None (the
-            default): on with `bucketing`, off without. False keeps the
-            batches of a random order, each cut to its longest example:
-            for data whose length gives the label away (long positive,
-            short negative reviews), where a batch of one length can hold
-            mostly one class.
+            shuffled), so a batch of short examples runs short. None or
+            False (the default): batches of a random order, each cut to its
+            longest example. Off by default because where the length gives
+            the label away (long positive, short negative reviews) grouped
+            batches lean to one class and a short run can learn nothing
+            (README, "Length buckets").
         validation_freq: int. Score the first dev set during training every
             this many epochs (Keras' `fit(validation_freq=...)`: the
             `val_*` curves of the logs), and after the last epoch whatever
@@ -168,7 +168,7 @@ def finetune(
     errors.check_int("seed", seed, minimum=0)
     errors.check_type("bucketing", bucketing, bool)
     if group_by_length is None:
-        group_by_length = bucketing
+        group_by_length = False
     errors.check_type("group_by_length", group_by_length, bool)
     if group_by_length and not bucketing:
         raise errors.ArgumentError(
