@@ -300,6 +300,14 @@ def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, b
         The model's outputs (an array or a dict of arrays), one row per
         example in `inputs`' order; per-position outputs `[examples, sequence_length, ...]`.
     """
+    from keras_bert_app.models.xla import graph_optimization_for
+
+    with graph_optimization_for(model):
+        return _predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing, per_position,
+                                 on_batch)
+
+
+def _predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing, per_position, on_batch):
     import numpy as np
     import tensorflow as tf
 

@@ -156,13 +156,15 @@ class FusedAdamW(keras.optimizers.AdamW):
             return super()._apply_weight_decay(variables)
         import tensorflow as tf
 
-        rates = {}
+        # w * (1 - rate) assigned: one pass over the variable (the product's
+        # buffer becomes the variable's), where w - w * rate is two.
+        factors = {}
         for variable in map(_tf_variable, variables):
             if self._use_weight_decay(variable):  # the tf.Variable's full name, as Keras' TensorFlow optimizer matches
                 dtype = variable.dtype
-                if dtype not in rates:
-                    rates[dtype] = tf.cast(self.weight_decay, dtype) * tf.cast(self.learning_rate, dtype)
-                variable.assign_sub(variable * rates[dtype])
+                if dtype not in factors:
+                    factors[dtype] = 1 - tf.cast(self.weight_decay, dtype) * tf.cast(self.learning_rate, dtype)
+                variable.assign(variable * factors[dtype])
 
     def _fused_update(self, gradient, variable, learning_rate, scalars):
         """`ResourceApplyAdam` on `variable`; `scalars` caches the step's scalars per dtype."""

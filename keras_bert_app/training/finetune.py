@@ -186,7 +186,7 @@ def finetune(
 
     import keras
 
-    from keras_bert_app.models.xla import jit_compile_for_lengths
+    from keras_bert_app.models.xla import graph_optimization_for, jit_compile_for_lengths
     from keras_bert_app.training.last_epoch_validation import (
         LastEpochValidation, keras_validation_epochs, scores_from_predictions,
     )
@@ -248,14 +248,15 @@ def finetune(
         callbacks.insert(0, last_epoch)
         validation_freq = keras_validation_epochs(epochs, validation_freq)
     started = time.perf_counter()
-    model.fit(
-        **fit_arguments,
-        validation_data=validation_data if validation_freq else None,
-        validation_freq=validation_freq or 1,
-        epochs=epochs,
-        callbacks=callbacks,
-        verbose=verbose,
-    )
+    with graph_optimization_for(model):
+        model.fit(
+            **fit_arguments,
+            validation_data=validation_data if validation_freq else None,
+            validation_freq=validation_freq or 1,
+            epochs=epochs,
+            callbacks=callbacks,
+            verbose=verbose,
+        )
     train_seconds = time.perf_counter() - started
 
     metrics = {"task": None, "train_examples": len(train), **task.training_statistics(train)}
