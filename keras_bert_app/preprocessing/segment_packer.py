@@ -166,6 +166,8 @@ def _as_ragged(segment):
 
 
 def _keep_first(segment, keep):
-    # segment: ragged [batch, (tokens)] (or dense [(tokens)] rows, see _as_ragged)
-    positions = tf.ragged.range(segment.row_lengths())
-    return tf.ragged.boolean_mask(segment, positions < keep[:, tf.newaxis])
+    # segment: ragged [batch, (tokens)]; keep: int64 [batch], at most each row's length. The kept tokens gathered
+    # by their flat positions: a few plain ops (a ragged comparison and mask run op by op in Python when eager).
+    starts = segment.row_starts()
+    positions = tf.ragged.range(starts, starts + keep).flat_values
+    return tf.RaggedTensor.from_row_lengths(tf.gather(segment.flat_values, positions), keep, validate=False)
