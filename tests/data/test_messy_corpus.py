@@ -96,7 +96,7 @@ def test_pretrain_on_a_corpus_smaller_than_one_batch_is_refused_not_done(preset,
     run = tmp_path / "run"
     code, out, err = run_cli(["pretrain", "--preset", preset, "--corpus", corpus, "--output", run, "--steps", "4",
                               "--batch-size", "64", "--max-seq-length", "32", "--max-predictions", "4",
-                              "--checkpoint-every", "2", "--no-jit-compile", "--verbose", "0",
+                              "--checkpoint-every", "2", "--verbose", "0",
                               "--peak-tflops", "1"], capsys)
     assert "Corpus: 3 documents, 6 sentences, 30 tokens from 1 file(s)." in out, out
     assert_one_line(code, err, r"tiny\.txt ran out after 0 of 4 batches: .* fewer than one batch of 64")
@@ -104,7 +104,7 @@ def test_pretrain_on_a_corpus_smaller_than_one_batch_is_refused_not_done(preset,
     # Enough pairs for a batch: the same corpus trains its steps.
     code, out, err = run_cli(["pretrain", "--preset", preset, "--corpus", corpus, "--output", tmp_path / "ok",
                               "--steps", "4", "--batch-size", "2", "--max-seq-length", "32", "--max-predictions",
-                              "4", "--checkpoint-every", "2", "--no-jit-compile", "--verbose", "0",
+                              "4", "--checkpoint-every", "2", "--verbose", "0",
                               "--peak-tflops", "1"], capsys)
     assert code == 0, err
     assert "Done: 4 steps." in out
