@@ -106,10 +106,9 @@ class FusedAdamW(keras.optimizers.AdamW):
     update in one pass: m += (g - m)(1 - β1), v += (g² - v)(1 - β2),
     w -= α m / (√v + ε) with α = lr √(1 - β2^t) / (1 - β1^t), the formula
     Keras' `Adam.update_step` writes (ε added to the root of the
-    uncorrected v). Gradient accumulation and the schedule are AdamW's own;
-    global-norm clipping is Keras' formula with fewer passes (see
-    `_clip_gradients`); the decoupled weight decay is Keras' TensorFlow one
-    (the same variables, matched by their full names, and formula).
+    uncorrected v). Clipping, gradient accumulation and the schedule are
+    AdamW's own; the decoupled weight decay is Keras' TensorFlow one (the
+    same variables, matched by their full names, and formula).
 
     The step's scalars (the schedule's learning rate, β powers, ε) are
     computed once per step for the update and once for the weight decay,
@@ -167,27 +166,6 @@ class FusedAdamW(keras.optimizers.AdamW):
                     factors[dtype] = 1 - tf.cast(self.weight_decay, dtype) * tf.cast(self.learning_rate, dtype)
                 variable.assign(variable * factors[dtype])
 
-    def _clip_gradients(self, grads):
-        # Keras' global-norm clipping, with the norm in one pass per gradient
-        # (L2Loss, not a square then a sum) and the token embeddings' sparse
-        # gradient summed per distinct row first: its norm and scaling then
-        # cover the rows of the batch, not the whole (densified) table.
-        if not (self.global_clipnorm and self.global_clipnorm > 0) or not self._fused_for(self._trainable_variables):
-            return super()._clip_gradients(grads)
-        import tensorflow as tf
-
-        grads = [_distinct_rows(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
-        present = [g for g in grads if g is not None]
-        squared = tf.add_n([
-            2.0 * tf.cast(tf.nn.l2_loss(g.values if isinstance(g, tf.IndexedSlices) else g), "float32") for g in present
-        ])
-        norm = tf.sqrt(squared)
-        scale = self.global_clipnorm * tf.minimum(1.0 / norm, 1.0 / self.global_clipnorm) + (norm - norm)
-        return [None if g is None else _scaled(g, scale) for g in grads]
-
-    def _fused_for(self, variables):
-        return bool(variables) and all(self._fused(_tf_variable(variable)) for variable in variables)
-
     def _fused_update(self, gradient, variable, learning_rate, scalars):
         """`ResourceApplyAdam` on `variable`; `scalars` caches the step's scalars per dtype."""
         import tensorflow as tf
@@ -220,24 +198,6 @@ class FusedAdamW(keras.optimizers.AdamW):
             and not tf.distribute.has_strategy()
             and tf.as_dtype(variable.dtype).name in _FUSED_DTYPES
         )
-
-
-def _distinct_rows(slices):
-    """`tf.IndexedSlices` with each row index once (the values of repeated ones summed): the same dense tensor."""
-    import tensorflow as tf
-
-    rows, positions = tf.unique(slices.indices)
-    values = tf.math.unsorted_segment_sum(slices.values, positions, tf.shape(rows)[0])
-    return tf.IndexedSlices(values, rows, slices.dense_shape)
-
-
-def _scaled(gradient, scale):
-    import tensorflow as tf
-
-    if isinstance(gradient, tf.IndexedSlices):
-        return tf.IndexedSlices(gradient.values * tf.cast(scale, gradient.values.dtype), gradient.indices,
-                                gradient.dense_shape)
-    return gradient * tf.cast(scale, gradient.dtype)
 
 
 def _tf_variable(variable):

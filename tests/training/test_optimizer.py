@@ -257,28 +257,3 @@ def test_compile_fuses_the_update_only_without_xla(jit_compile):
         gradients = [tf.ones(v.shape) for v in variables]
         graph = tf.function(lambda: classifier.optimizer.apply(gradients, variables)).get_concrete_function().graph
         assert [op.type for op in graph.get_operations()].count("ResourceApplyAdam") == len(variables)
-
-
-def test_fused_clipping_equals_keras_global_norm_clipping_with_repeated_embedding_rows():
-    """The fused path's clipping: one L2Loss per gradient, the sparse embedding gradient summed per row first."""
-    if keras.config.backend() != "tensorflow":
-        pytest.skip("The fused kernel is TensorFlow's; JAX and PyTorch run Keras' own update.")
-    import tensorflow as tf
-
-    rng = np.random.default_rng(0)
-    table = keras.Variable(rng.normal(size=(7, 3)).astype("float32"))
-    kernel = keras.Variable(rng.normal(size=(3, 2)).astype("float32"))
-    for clip in (1.0, 100.0):  # clipped, and left as it is
-        optimizer = create_optimizer(0.01, total_steps=10, warmup_steps=1, clipnorm_global=clip)
-        optimizer.build([table, kernel])
-        sparse = tf.IndexedSlices(tf.constant(rng.normal(size=(5, 3)), "float32"), tf.constant([4, 1, 4, 4, 6]),
-                                  tf.constant([7, 3]))
-        dense = tf.constant(rng.normal(size=(3, 2)), "float32")
-        ours = optimizer._clip_gradients([sparse, dense, None])
-        reference = keras.optimizers.AdamW._clip_gradients(optimizer, [tf.convert_to_tensor(sparse), dense, None])
-        assert isinstance(ours[0], tf.IndexedSlices) and sorted(ours[0].indices.numpy()) == [1, 4, 6]
-        assert ours[2] is None
-        np.testing.assert_allclose(tf.convert_to_tensor(ours[0]), reference[0], rtol=1e-6, atol=1e-7)
-        np.testing.assert_allclose(ours[1], reference[1], rtol=1e-6, atol=1e-7)
-        scale = float(np.linalg.norm(dense) / np.linalg.norm(ours[1]))
-        assert scale == pytest.approx(1.0) if clip == 100.0 else scale > 1.0
