@@ -164,7 +164,7 @@ def test_loss_is_generator_mlm_plus_weighted_replaced_token_loss():
 def test_no_gradient_flows_from_the_discriminator_into_the_generator():
     """With the masked-LM weights at 0 only the replaced-token loss trains: the generator's own weights stay put."""
     pretrainer = _pretrainer()
-    pretrainer.compile(optimizer=keras.optimizers.SGD(learning_rate=1.0), jit_compile=False)
+    pretrainer.compile(optimizer=keras.optimizers.SGD(learning_rate=1.0))
     x, y, weights, _ = make_batch()
     weights = {"mlm": np.zeros_like(weights["mlm"])}
     shared = {id(v) for v in pretrainer.encoder.embeddings.weights}
@@ -182,7 +182,7 @@ def test_no_gradient_flows_from_the_discriminator_into_the_generator():
 
 def test_fit_logs_both_models_figures():
     pretrainer = _pretrainer()
-    pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3), jit_compile=False)  # the default AdamW traces slowly
+    pretrainer.compile(optimizer=keras.optimizers.Adam(1e-3))  # the default AdamW traces slowly
     import tensorflow as tf
 
     x, y, weights, _ = make_batch()
