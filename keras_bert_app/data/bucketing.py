@@ -8,6 +8,11 @@ from 8 and the halfway steps between them, 1.5 times each (8, 12, 16, 24,
 1.5 times the one below, so a batch is never more than a third padding past
 its longest example (384 is SQuAD's usual length; 12 and 8 fit a headline,
 where HF pads to the exact longest).
+
+A model that compiles nothing per shape (a TensorFlow step run op by op
+on a CPU, PyTorch on a CPU: `models.xla.pads_to_exact_length`) gains
+nothing from a handful of shapes: there each batch is cut to its longest
+example itself (`exact_lengths`), as HF's `DataCollatorWithPadding` does.
 """
 
 from keras_bert_app import errors
@@ -84,16 +89,21 @@ def batch_lengths(sequence_length):
     )
 
 
-def describe(sequence_length, bucketing=True, group_by_length=None):
+def describe(sequence_length, bucketing=True, group_by_length=None, exact_lengths=False):
     """One line for a run's log: how its batches are padded (and, for training, made: `group_by_length` not None)."""
     if not bucketing:
         return f"Padding every batch to {sequence_length} tokens (no bucketing)."
-    lengths = batch_lengths(sequence_length)
     batches = {
         None: "",
         True: ", training batches grouped by length (--group-by-length)",
         False: ", training batches of random examples, evaluation batches grouped by length",
     }[group_by_length]
+    if exact_lengths:
+        return (
+            f"Padding each batch to its longest example, up to {sequence_length} tokens (the model runs op by op: "
+            f"no compile per length, so no bucket lengths){batches} (--no-bucketing: all to {sequence_length})."
+        )
+    lengths = batch_lengths(sequence_length)
     line = (
         "Padding each batch to its longest example rounded up to "
         + ", ".join(str(length) for length in lengths[:-1])
@@ -121,20 +131,25 @@ def example_lengths(inputs):
     return tf.reduce_max(tf.reshape(tokens, [tf.shape(mask)[0], -1]), axis=1)
 
 
-def trim(batch, sequence_length):
+def trim(batch, sequence_length, exact_lengths=False):
     """A batch cut to its longest example rounded up to a `batch_lengths` length.
 
     `batch` is `(inputs, *rest)` padded to `sequence_length`; every tensor of
     `inputs`, and of `rest` whose last axis is `sequence_length` (per-position
-    labels and weights), loses the padding past that length.
+    labels and weights), loses the padding past that length. With
+    `exact_lengths`, cut to the longest example itself (at least 1 position):
+    for a model that compiles nothing per shape (`models.xla.pads_to_exact_length`).
     """
     import tensorflow as tf
 
     inputs = batch[0]
-    lengths = batch_lengths(sequence_length)
     longest = tf.reduce_max(example_lengths(inputs))
-    index = tf.minimum(tf.searchsorted(tf.constant(lengths, "int32"), longest[None])[0], len(lengths) - 1)
-    length = tf.gather(tf.constant(lengths, "int32"), index)
+    if exact_lengths:
+        length = tf.clip_by_value(longest, 1, sequence_length)
+    else:
+        lengths = batch_lengths(sequence_length)
+        index = tf.minimum(tf.searchsorted(tf.constant(lengths, "int32"), longest[None])[0], len(lengths) - 1)
+        length = tf.gather(tf.constant(lengths, "int32"), index)
 
     def cut(value):
         if value.shape.rank is not None and value.shape.rank >= 2 and value.shape[-1] == sequence_length:
@@ -165,7 +180,7 @@ def plain_map(dataset, function, **options):
 
 
 def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=False, seed=None, bucketing=True,
-                    group_by_length=True):
+                    group_by_length=True, exact_lengths=False):
     """Batches of single examples, padded per batch to a bucket length and grouped by length.
 
     Without `bucketing` this is the fixed padding of the original BERT:
@@ -195,6 +210,8 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
         group_by_length: bool. With `bucketing`: sort within groups as said
             above; False keeps the batches of a random order (each still cut
             to its longest example), as fine-tuning's training batches do.
+        exact_lengths: bool. With `bucketing`: cut each batch to its longest
+            example itself, not rounded up to a bucket length (`trim`).
 
     Returns:
         `tf.data.Dataset` of batches `(inputs, *rest)` (of `inputs` when
@@ -217,7 +234,8 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
         group = group_batches(num_examples, batch_size) if shuffle else GROUP_BATCHES
         dataset = plain_map(dataset.batch(group * batch_size), _sort_by_length).unbatch()
     dataset = dataset.batch(batch_size)
-    dataset = plain_map(dataset, lambda *batch: trim(batch, sequence_length), num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = plain_map(dataset, lambda *batch: trim(batch, sequence_length, exact_lengths),
+                        num_parallel_calls=tf.data.AUTOTUNE)
     if shuffle:
         batch_seed = None if seed is None else seed + 1
         dataset = dataset.shuffle(num_batches, seed=batch_seed, reshuffle_each_iteration=True)
@@ -277,7 +295,7 @@ def trace_predict_for_any_length(model, batch_spec, on_batch=False):
 
 
 def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing=True, per_position=False,
-                     on_batch=None):
+                     on_batch=None, exact_lengths=None):
     """`model.predict` on single examples, with length-grouped batches, in the input's order.
 
     Args:
@@ -295,19 +313,25 @@ def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, b
             each batch, with the batch's `rest` and the model's outputs on
             it as run (cut to the batch's length): what `evaluate` would
             score, from this one pass.
+        exact_lengths: bool or None. Batches cut to their longest example
+            itself rather than to a bucket length; None: where the model
+            compiles nothing per shape (`models.xla.pads_to_exact_length`).
 
     Returns:
         The model's outputs (an array or a dict of arrays), one row per
         example in `inputs`' order; per-position outputs `[examples, sequence_length, ...]`.
     """
-    from keras_bert_app.models.xla import graph_optimization_for
+    from keras_bert_app.models.xla import graph_optimization_for, pads_to_exact_length
 
+    if exact_lengths is None:
+        exact_lengths = pads_to_exact_length(model)
     with graph_optimization_for(model):
         return _predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing, per_position,
-                                 on_batch)
+                                 on_batch, exact_lengths)
 
 
-def _predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing, per_position, on_batch):
+def _predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing, per_position, on_batch,
+                      exact_lengths):
     import numpy as np
     import tensorflow as tf
 
@@ -317,7 +341,8 @@ def _predict_in_order(model, inputs, num_examples, batch_size, sequence_length, 
         indexed = plain_map(inputs.enumerate(), lambda index, example: (example, index))
     else:
         indexed = plain_map(inputs.enumerate(), lambda index, example: (example[0], index, *example[1:]))
-    batches = grouped_batches(indexed, num_examples, batch_size, sequence_length, bucketing=bucketing)
+    batches = grouped_batches(indexed, num_examples, batch_size, sequence_length, bucketing=bucketing,
+                              exact_lengths=exact_lengths)
     if not per_position:
         # One `predict` over all batches, traced once for every length (see
         # `trace_predict_for_any_length`), where `predict_on_batch` traces

@@ -122,6 +122,12 @@ class FusedAdamW(keras.optimizers.AdamW):
     PyTorch, AMSGrad, other dtypes and variables of a `tf.distribute`
     strategy (or an update under one) take Keras' own update.
 
+    Global-norm clipping on TensorFlow takes the norm of an embedding's
+    dense gradient (the rows of a repeated id summed before squaring, as
+    JAX, PyTorch and HF do), where Keras squares an IndexedSlices' rows one
+    per occurrence; and on the fused path it skips the scaling when the
+    scale is exactly 1 (see `_clip_gradients`).
+
     The kernel rounds differently from Keras' ops (1e-6 to 1e-5 relative
     after a few steps), so it is used only where it pays: `BertTask.compile` sets
     `fused` False for an XLA-compiled step, which fuses Keras' ops itself
@@ -148,6 +154,48 @@ class FusedAdamW(keras.optimizers.AdamW):
         scalars = {}
         for gradient, variable in zip(grads, variables):
             self._fused_update(gradient, variable, learning_rate, scalars)
+
+    def _clip_gradients(self, grads):
+        # Keras' global-norm clipping, with two differences on TensorFlow.
+        # An embedding's IndexedSlices gradient: Keras squares its rows as
+        # given, one per occurrence of an id, so a batch that repeats a token
+        # gets a smaller norm than the dense gradient has (and than JAX,
+        # PyTorch, HF's `clip_grad_norm_` or the original BERT's one-hot
+        # embeddings on TPU take), and it makes the [vocabulary, hidden] array
+        # twice (for the norm, for the scaling). Here the rows of each id are
+        # summed first (the dense gradient's rows), squared and scaled, and
+        # `_fused_update` makes the array once. And on the fused path the
+        # scaling runs only when it changes something: the scale is exactly 1
+        # whenever the norm is within the clip norm (1.0: most fine-tuning
+        # steps), and multiplying every gradient by 1 is a pass over all of
+        # them for nothing.
+        if not (self.global_clipnorm and self.global_clipnorm > 0 and self.clipnorm is None
+                and keras.config.backend() == "tensorflow"):
+            return super()._clip_gradients(grads)
+        import tensorflow as tf
+
+        fused = self._fused_backend()
+        if not fused and not any(isinstance(g, tf.IndexedSlices) for g in grads):
+            return super()._clip_gradients(grads)
+
+        given = [_deduplicated(g) if isinstance(g, tf.IndexedSlices) else g for g in grads if g is not None]
+        squares = [tf.reduce_sum(tf.square(g.values if isinstance(g, tf.IndexedSlices) else g)) for g in given]
+        norm = tf.sqrt(tf.reduce_sum(tf.stack(squares)))
+        # keras.optimizers' clip_by_global_norm: NaN for a non-finite norm, else min(1, clip / norm).
+        scale = self.global_clipnorm * tf.minimum(1.0 / norm, 1.0 / self.global_clipnorm) + (norm - norm)
+
+        # The values go through the cond; the slices' indices and shapes stay outside, static.
+        values = [g.values if isinstance(g, tf.IndexedSlices) else g for g in given]
+        if values:
+            def scaled():
+                return [value * tf.cast(scale, value.dtype) for value in values]
+
+            values = tf.cond(tf.equal(scale, 1.0), lambda: values, scaled) if fused else scaled()
+        clipped = iter(
+            tf.IndexedSlices(value, g.indices, g.dense_shape) if isinstance(g, tf.IndexedSlices) else value
+            for g, value in zip(given, values)
+        )
+        return [None if g is None else next(clipped) for g in grads]
 
     def _apply_weight_decay(self, variables):
         # Keras evaluates the learning-rate schedule once per variable here;
@@ -187,17 +235,33 @@ class FusedAdamW(keras.optimizers.AdamW):
             **scalars[dtype],
         )
 
-    def _fused(self, variable):
+    def _fused_backend(self):
+        """Whether this update can take the fused path at all: TensorFlow, no AMSGrad, no strategy."""
         if not self.fused or keras.config.backend() != "tensorflow" or self.amsgrad:
+            return False
+        import tensorflow as tf
+
+        return not tf.distribute.has_strategy()
+
+    def _fused(self, variable):
+        if not self._fused_backend():
             return False
         import tensorflow as tf
 
         return (
             isinstance(variable, tf.Variable)
             and not isinstance(variable, tf.distribute.DistributedValues)  # mirrored: every replica's copy
-            and not tf.distribute.has_strategy()
             and tf.as_dtype(variable.dtype).name in _FUSED_DTYPES
         )
+
+
+def _deduplicated(slices):
+    """An IndexedSlices with each row index once, its rows summed (the rows of the dense gradient it stands for)."""
+    import tensorflow as tf
+
+    indices, positions = tf.unique(slices.indices)
+    values = tf.math.unsorted_segment_sum(slices.values, positions, tf.shape(indices)[0])
+    return tf.IndexedSlices(values, indices, slices.dense_shape)
 
 
 def _tf_variable(variable):

@@ -113,6 +113,25 @@ def graph_optimization_for(model):
         tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": before})
 
 
+def pads_to_exact_length(model):
+    """Whether `model`'s length-grouped batches are cut to their longest example itself, not to a bucket length.
+
+    Bucket lengths (`data.bucketing`) exist for what compiles per shape:
+    XLA, TPUs, JAX. A TensorFlow model run op by op on a CPU (no XLA, no
+    strategy) or a PyTorch model on a CPU compiles nothing per shape, so
+    rounding a batch up to a bucket only adds padding: measured on MiniLM-L6
+    fine-tuning steps (2 CPU cores, op by op), a step's time grew with the
+    length (0.16 s at 9 tokens, 0.20 s at 12, 0.25 s at 16) and a length's
+    first step took no longer than its next ones. There batches are padded
+    to their longest example, as HF's `DataCollatorWithPadding` pads; 1,600
+    BBC headlines in length-grouped batches of 32 then take 15% fewer
+    token positions than rounded up to buckets.
+    """
+    if keras.config.backend() == "torch":
+        return not has_accelerator()
+    return _runs_op_by_op_on_cpu(model)
+
+
 def _runs_op_by_op_on_cpu(model):
     if keras.config.backend() != "tensorflow" or getattr(model, "jit_compile", False) or has_accelerator():
         return False
@@ -122,7 +141,11 @@ def _runs_op_by_op_on_cpu(model):
 
 
 def has_accelerator():
-    """Whether the backend sees a GPU or a TPU."""
+    """Whether the backend sees a GPU or a TPU (PyTorch: a CUDA or MPS device, where Keras puts its tensors)."""
+    if keras.config.backend() == "torch":  # keras.distribution has no PyTorch implementation
+        import torch
+
+        return torch.cuda.is_available() or torch.backends.mps.is_available()
     return any(device.split(":")[0].lower() in ("gpu", "tpu") for device in keras.distribution.list_devices())
 
 

@@ -152,6 +152,9 @@ class Task:
         self._preprocessor = None
         self.bucketing = True
         self.group_by_length = False  # training batches of similar lengths (`finetune(group_by_length=True)`)
+        # Batches cut to their longest example, not to a bucket length: for a model that compiles nothing per
+        # shape (`models.xla.pads_to_exact_length`; `finetune` sets it from its compiled model).
+        self.exact_lengths = False
 
     # === Options and the preset's "task" entry ===
     @classmethod
@@ -274,7 +277,7 @@ class Task:
         return grouped_batches(
             self.packed_examples(split), split.num_features, batch_size, self.sequence_length,
             shuffle=shuffle, seed=seed, bucketing=self.bucketing,
-            group_by_length=not shuffle or self.group_by_length,
+            group_by_length=not shuffle or self.group_by_length, exact_lengths=self.exact_lengths,
         )
 
     def fit_arguments(self, split, batch_size, seed):

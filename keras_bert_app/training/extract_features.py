@@ -49,7 +49,9 @@ def extract_features(
         batch_size: int.
         bucketing: bool. Pad each batch to its longest example rounded up
             to a bucket length (`data.bucketing`; batches stay in input
-            order, so no grouping by length); False pads every batch to
+            order, so no grouping by length), or to that longest example
+            itself where the model compiles nothing per shape
+            (`models.xla.pads_to_exact_length`); False pads every batch to
             `sequence_length`. The features are the same either way.
         log: callable taking a str, for progress lines (None: quiet).
 
@@ -91,6 +93,7 @@ def extract_features(
 
     from keras_bert_app.data.bucketing import describe, trim
     from keras_bert_app.models.bert_feature_extractor import BertFeatureExtractor
+    from keras_bert_app.models.xla import pads_to_exact_length
     from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 
     extractor = BertFeatureExtractor.from_preset(preset, layers=layers, combine="concat")
@@ -101,9 +104,11 @@ def extract_features(
     segments = tuple(zip(*texts)) if paired else ([text[0] for text in texts],)
     dataset = tf.data.Dataset.from_tensor_slices(tuple(list(s) for s in segments)).batch(batch_size)
     dataset = dataset.map(lambda *s: preprocessor(s if paired else s[0]))
+    exact_lengths = bucketing and pads_to_exact_length(extractor)
     if bucketing:
-        dataset = dataset.map(lambda inputs: trim((inputs,), sequence_length)[0])
-    log(_truncation_line(segments, preprocessor) + " " + describe(sequence_length, bucketing))
+        dataset = dataset.map(lambda inputs: trim((inputs,), sequence_length, exact_lengths)[0])
+    log(_truncation_line(segments, preprocessor) + " " + describe(sequence_length, bucketing,
+                                                                  exact_lengths=exact_lengths))
     hidden_dim = extractor.encoder.hidden_dim
     output.parent.mkdir(parents=True, exist_ok=True)
     index = 0

@@ -107,8 +107,10 @@ def finetune(
             predictions) to its longest example rounded up to a bucket
             length (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, ...: powers of
             two and 1.5 times them, at most `sequence_length`;
-            `data.bucketing`); False pads every batch to `sequence_length`,
-            as the original BERT.
+            `data.bucketing`), or to that longest example itself where the
+            model compiles nothing per shape (a TensorFlow or PyTorch CPU
+            run without XLA: `models.xla.pads_to_exact_length`); False pads
+            every batch to `sequence_length`, as the original BERT.
         group_by_length: bool or None. With `bucketing`: training batches
             of similar lengths, as HF's `group_by_length` (each epoch the
             examples shuffled, sorted by length within groups of at most a
@@ -186,7 +188,7 @@ def finetune(
 
     import keras
 
-    from keras_bert_app.models.xla import graph_optimization_for, jit_compile_for_lengths
+    from keras_bert_app.models.xla import graph_optimization_for, jit_compile_for_lengths, pads_to_exact_length
     from keras_bert_app.training.last_epoch_validation import (
         LastEpochValidation, keras_validation_epochs, scores_from_predictions,
     )
@@ -211,8 +213,6 @@ def finetune(
         devs.append(task.featurize(name, examples))
         log(task.summary(devs[-1]))
 
-    log(describe_padding(sequence_length, bucketing, group_by_length))
-    fit_arguments = task.fit_arguments(train, batch_size, seed)
     steps_per_epoch = -(-train.num_features // batch_size)
     if train.num_features < batch_size:
         log(
@@ -231,6 +231,10 @@ def finetune(
         jit_compile=jit_compile_for_lengths(bucketing, jit_compile),
         layerwise_lr_decay=layerwise_lr_decay,
     )
+    # Where nothing compiles per shape, batches are cut to their longest example (`models.xla.pads_to_exact_length`).
+    task.exact_lengths = bucketing and pads_to_exact_length(model)
+    log(describe_padding(sequence_length, bucketing, group_by_length, task.exact_lengths))
+    fit_arguments = task.fit_arguments(train, batch_size, seed)
     decay_note = "" if layerwise_lr_decay is None else f", layer-wise decay {layerwise_lr_decay:g}"
     if model.encoder.dtype_policy.name != "float32":
         decay_note += f", dtype policy {model.encoder.dtype_policy.name}"
@@ -305,7 +309,9 @@ def training_callbacks(log_dir, log=print):
     if importlib.util.find_spec("tensorboard") is None:
         log("TensorBoard is not installed (pip install tensorboard): logging to history.csv only.")
     else:
-        callbacks.append(keras.callbacks.TensorBoard(log_dir=str(log_dir)))
+        from keras_bert_app.training.tensorboard_logs import TensorBoard
+
+        callbacks.append(TensorBoard(log_dir=str(log_dir)))
     return callbacks
 
 

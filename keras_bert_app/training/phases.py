@@ -177,6 +177,7 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
     from keras_bert_app.training.objectives import get_objective
     from keras_bert_app.training.pretraining_inputs import pretraining_batches
     from keras_bert_app.training.run_folder import PRESET_FOLDER, write_preset
+    from keras_bert_app.training.tensorboard_logs import TensorBoard
     from keras_bert_app.training.throughput import ThroughputCallback, peak_flops
 
     run_dir = settings.output
@@ -215,7 +216,7 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
         if chief:
             callbacks += [
                 keras.callbacks.CSVLogger(str(run_dir / "metrics.csv"), append=True),
-                keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=max(1, every // 10)),
+                TensorBoard(str(run_dir / "logs"), update_freq=max(1, every // 10)),
             ]
         counter = _batch_counter()
         callbacks.append(counter)

@@ -51,8 +51,9 @@ def predict(
         task: str or None. The registry name the preset's task must be
             (e.g. "squad"); None takes any.
         bucketing: bool. Pad each batch to its longest example rounded up
-            to a bucket length (`data.bucketing`), examples grouped by length
-            and the predictions put back in the input's order; False pads
+            to a bucket length (`data.bucketing`; to that longest example
+            itself where the model compiles nothing per shape), examples
+            grouped by length and the predictions put back in the input's order; False pads
             every batch to the preset's sequence length.
         log: callable taking a str, for progress lines (None: quiet).
         **task_options: stored task options to change for this run, e.g.

@@ -73,6 +73,27 @@ def test_batches_are_bucket_lengths_grouped_and_every_example_is_used_once_per_e
     assert not np.array_equal(np.concatenate([index for _, index, _ in _epoch(other)]), orders[0])
 
 
+def test_exact_lengths_cut_each_batch_to_its_longest_example_itself():
+    """For a model that compiles nothing per shape: HF's padding, the same batches and examples as bucketed."""
+    dataset, lengths = _examples(203, longest=40)
+    exact = _epoch(bucketing.grouped_batches(dataset, 203, 16, SEQUENCE_LENGTH, shuffle=True, seed=3,
+                                             exact_lengths=True))
+    bucketed = _epoch(bucketing.grouped_batches(_examples(203, longest=40)[0], 203, 16, SEQUENCE_LENGTH, shuffle=True,
+                                                seed=3))
+    widths = [inputs["token_ids"].shape[1] for inputs, _, _ in exact]
+    assert set(widths) - set(bucketing.bucket_lengths(SEQUENCE_LENGTH))  # lengths off the buckets
+    for (inputs, index, weights), (_, bucketed_index, _) in zip(exact, bucketed):
+        np.testing.assert_array_equal(index, bucketed_index)
+        assert inputs["token_ids"].shape[1] == weights.shape[1] == lengths[index].max()
+        np.testing.assert_array_equal(inputs["padding_mask"].numpy().sum(1), lengths[index])
+    assert sum(widths) < sum(bucketing.round_up(lengths[index].max()) for _, index, _ in exact)
+    # An all-padding batch keeps one position; the top is the sequence length.
+    empty = {"padding_mask": np.zeros((2, 50), "int32")}
+    (batch,) = list(bucketing.grouped_batches(tf.data.Dataset.from_tensor_slices(empty), 2, 2, 50, exact_lengths=True))
+    assert batch["padding_mask"].shape == (2, 1)
+    assert "longest example, up to 128 tokens" in bucketing.describe(128, exact_lengths=True)
+
+
 def test_without_bucketing_batches_are_the_fixed_padding_of_before():
     dataset, _ = _examples(20)
     fixed = _epoch(bucketing.grouped_batches(dataset, 20, 8, SEQUENCE_LENGTH, shuffle=True, seed=1, bucketing=False))
@@ -122,12 +143,14 @@ class _PerPosition:
         return np.concatenate([self.predict_on_batch(inputs) for inputs in batches.as_numpy_iterator()])
 
 
+@pytest.mark.parametrize("exact_lengths", [False, True])
 @pytest.mark.parametrize("per_position", [False, True])
-def test_predictions_come_back_in_input_order(per_position):
-    dataset, _ = _examples(70, seed=5)
+def test_predictions_come_back_in_input_order(per_position, exact_lengths):
+    dataset, lengths = _examples(70, seed=5)
     inputs = dataset.map(lambda inputs, *rest: inputs)
     model = _PerPosition(per_position)
-    outputs = bucketing.predict_in_order(model, inputs, 70, 8, SEQUENCE_LENGTH, per_position=per_position)
+    outputs = bucketing.predict_in_order(model, inputs, 70, 8, SEQUENCE_LENGTH, per_position=per_position,
+                                         exact_lengths=exact_lengths)
     token_ids = np.concatenate([batch["token_ids"].numpy() for batch in inputs.batch(70)])
     if per_position:
         assert outputs["start_logits"].shape == (70, SEQUENCE_LENGTH)
@@ -135,7 +158,11 @@ def test_predictions_come_back_in_input_order(per_position):
         np.testing.assert_array_equal(outputs["end_logits"], -token_ids)
     else:
         np.testing.assert_array_equal(outputs[:, 0], token_ids.sum(1))
-    assert set(model.widths) <= set(bucketing.bucket_lengths(SEQUENCE_LENGTH)) and len(model.widths) == 9
+    assert len(model.widths) == 9
+    if exact_lengths:
+        assert sorted(model.widths) == sorted(max(group) for group in np.split(np.sort(lengths)[::-1], range(8, 70, 8)))
+    else:
+        assert set(model.widths) <= set(bucketing.bucket_lengths(SEQUENCE_LENGTH))
     assert sum(model.widths) < 9 * SEQUENCE_LENGTH * 0.8  # sorted by length: short batches
 
 

@@ -144,6 +144,89 @@ def test_our_adamw_runs_one_fused_update_per_variable_on_tensorflow():
     assert kinds.count("ResourceApplyAdam") == len(model.trainable_variables)
 
 
+def _embedding_step(optimizer, model, token_ids, scale, dense=False):
+    """One `optimizer.apply` of the gradient of `scale * sum(model(token_ids))`, in a `tf.function`.
+
+    `dense`: the embedding's IndexedSlices gradient made a dense array first.
+    """
+    import tensorflow as tf
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = scale * tf.reduce_sum(model(token_ids))
+        gradients = tape.gradient(loss, model.trainable_variables)
+        if dense:
+            gradients = [tf.convert_to_tensor(gradient) for gradient in gradients]
+        optimizer.apply(gradients, model.trainable_variables)
+
+    return step
+
+
+def test_fused_clipping_takes_the_norm_of_the_dense_embedding_gradient_with_repeated_ids():
+    """The global norm of an IndexedSlices gradient is the dense gradient's: rows of repeated ids summed first.
+
+    Keras' TensorFlow clipping squares the rows as given, one per
+    occurrence, so a batch that repeats a token gets a smaller norm than
+    the dense gradient has (and than JAX, PyTorch, HF's
+    `clip_grad_norm_` or the original BERT's one-hot embeddings on TPU
+    take). The reference is Keras' AdamW given the dense gradient. The
+    gradient is large, so the clip scales it, and the ids repeat, so the
+    two norms differ.
+    """
+    if keras.config.backend() != "tensorflow":
+        pytest.skip("The fused kernel is TensorFlow's; JAX and PyTorch run Keras' own update.")
+    import tensorflow as tf
+
+    token_ids = tf.constant([[1, 2, 2, 5, 1, 1], [7, 2, 3, 3, 9, 1]], "int32")
+    weights = {}
+    for name in ("ours", "keras-dense", "keras-slices"):
+        keras.utils.set_random_seed(3)
+        model = _embedding_and_dense_model()
+        model(token_ids)
+        if name == "ours":
+            optimizer = create_optimizer(0.01, total_steps=10, warmup_steps=0, epsilon=1e-8)
+        else:
+            optimizer = keras.optimizers.AdamW(
+                learning_rate=create_optimizer(0.01, total_steps=10, warmup_steps=0)._learning_rate,
+                weight_decay=0.01, epsilon=1e-8, global_clipnorm=1.0,
+            )
+            optimizer.exclude_from_weight_decay(var_names=["bias"])
+        optimizer.build(model.trainable_variables)
+        step = _embedding_step(optimizer, model, token_ids, scale=50.0, dense=name == "keras-dense")
+        for _ in range(3):
+            step()
+        weights[name] = [keras.ops.convert_to_numpy(v) for v in model.trainable_variables]
+    for ours, reference in zip(weights["ours"], weights["keras-dense"]):
+        np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(weights["keras-slices"][1], weights["keras-dense"][1], rtol=1e-5, atol=1e-6)
+
+
+def test_fused_update_makes_an_embedding_gradient_dense_once():
+    """Keras' clipping makes the [vocabulary, hidden] gradient twice (for its norm, for its scaling) and scales it.
+
+    The fused path clips the rows and makes the array once, for the
+    kernel: the only other full-size op is the weight decay's product.
+    """
+    if keras.config.backend() != "tensorflow":
+        pytest.skip("The fused kernel is TensorFlow's; JAX and PyTorch run Keras' own update.")
+    import tensorflow as tf
+
+    model = _embedding_and_dense_model()
+    token_ids = tf.constant([[1, 2, 2, 5]], "int32")
+    model(token_ids)
+    optimizer = create_optimizer(0.01, total_steps=10, warmup_steps=1)
+    optimizer.build(model.trainable_variables)
+    graph = _embedding_step(optimizer, model, token_ids, scale=1.0).get_concrete_function().graph
+    full_size = sorted(
+        op.type for op in graph.get_operations()
+        if op.type != "ReadVariableOp" and any(output.shape.as_list() == [40, 6] for output in op.outputs)
+    )
+    assert full_size == ["Mul", "UnsortedSegmentSum"], full_size
+    # The clip's scaling runs in a cond, only when the scale is not exactly 1.
+    assert {"If", "StatelessIf"} & {op.type for op in graph.get_operations()}
+
+
 def test_fused_update_computes_the_schedule_and_step_scalars_once_per_step_not_per_variable():
     """Keras evaluates the schedule once per decayed variable and Adam's step powers once per variable.
 
