@@ -8,8 +8,6 @@ import keras
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.all_backends
-
 
 def _events(log_dir):
     """(step, serialized `Summary.Value`) of every value in the event files under `log_dir`."""
