@@ -164,8 +164,9 @@ class FusedAdamW(keras.optimizers.AdamW):
         # embeddings on TPU take), and it makes the [vocabulary, hidden] array
         # twice (for the norm, for the scaling). Here the rows of each id are
         # summed first (the dense gradient's rows), squared and scaled, and
-        # `_fused_update` makes the array once. And on the fused path the
-        # scaling runs only when it changes something: the scale is exactly 1
+        # `_fused_update` makes the array once (under XLA or a strategy, the
+        # slices are made dense first). And on the fused path the scaling
+        # runs only when it changes something: the scale is exactly 1
         # whenever the norm is within the clip norm (1.0: most fine-tuning
         # steps), and multiplying every gradient by 1 is a pass over all of
         # them for nothing.
@@ -174,9 +175,12 @@ class FusedAdamW(keras.optimizers.AdamW):
             return super()._clip_gradients(grads)
         import tensorflow as tf
 
-        fused = self._fused_backend()
-        if not fused and not any(isinstance(g, tf.IndexedSlices) for g in grads):
-            return super()._clip_gradients(grads)
+        if not self._fused_backend() or _in_xla_context():
+            # XLA needs static shapes (a `tf.unique` would be a compile per batch): the slices made dense, which
+            # XLA fuses with the norm and the scaling; a `tf.distribute` update takes them dense too.
+            return super()._clip_gradients(
+                [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+            )
 
         given = [_deduplicated(g) if isinstance(g, tf.IndexedSlices) else g for g in grads if g is not None]
         squares = [tf.reduce_sum(tf.square(g.values if isinstance(g, tf.IndexedSlices) else g)) for g in given]
@@ -190,7 +194,7 @@ class FusedAdamW(keras.optimizers.AdamW):
             def scaled():
                 return [value * tf.cast(scale, value.dtype) for value in values]
 
-            values = tf.cond(tf.equal(scale, 1.0), lambda: values, scaled) if fused else scaled()
+            values = tf.cond(tf.equal(scale, 1.0), lambda: values, scaled)
         clipped = iter(
             tf.IndexedSlices(value, g.indices, g.dense_shape) if isinstance(g, tf.IndexedSlices) else value
             for g, value in zip(given, values)
@@ -253,6 +257,14 @@ class FusedAdamW(keras.optimizers.AdamW):
             and not isinstance(variable, tf.distribute.DistributedValues)  # mirrored: every replica's copy
             and tf.as_dtype(variable.dtype).name in _FUSED_DTYPES
         )
+
+
+def _in_xla_context():
+    """Whether the graph being built is compiled by XLA (a `jit_compile=True` function, a TPU)."""
+    import tensorflow as tf
+    from tensorflow.python.ops import control_flow_util
+
+    return tf.inside_function() and control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
 
 
 def _deduplicated(slices):
