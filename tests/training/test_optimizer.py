@@ -99,6 +99,18 @@ def _embedding_and_dense_model():
     return keras.Model(inputs, outputs)
 
 
+def _ours_or_keras_adamw(name, total_steps, warmup_steps):
+    """`create_optimizer`'s AdamW ("ours") or Keras' AdamW with the same settings (any other name)."""
+    if name == "ours":
+        return create_optimizer(0.01, total_steps=total_steps, warmup_steps=warmup_steps, epsilon=1e-8)
+    optimizer = keras.optimizers.AdamW(
+        learning_rate=create_optimizer(0.01, total_steps=total_steps, warmup_steps=warmup_steps)._learning_rate,
+        weight_decay=0.01, epsilon=1e-8, global_clipnorm=1.0,
+    )
+    optimizer.exclude_from_weight_decay(var_names=["bias"])
+    return optimizer
+
+
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_our_adamw_trains_as_keras_adamw_does(jit_compile):
     """`create_optimizer`'s AdamW (a fused kernel per variable on TensorFlow) against Keras' AdamW, `fit` by `fit`."""
@@ -111,14 +123,7 @@ def test_our_adamw_trains_as_keras_adamw_does(jit_compile):
     for optimizer in ("ours", "keras"):
         keras.utils.set_random_seed(1)
         model = _embedding_and_dense_model()
-        if optimizer == "ours":
-            optimizer = create_optimizer(0.01, total_steps=12, warmup_steps=2, epsilon=1e-8)
-        else:
-            optimizer = keras.optimizers.AdamW(
-                learning_rate=create_optimizer(0.01, total_steps=12, warmup_steps=2)._learning_rate,
-                weight_decay=0.01, epsilon=1e-8, global_clipnorm=1.0,
-            )
-            optimizer.exclude_from_weight_decay(var_names=["bias"])
+        optimizer = _ours_or_keras_adamw(optimizer, total_steps=12, warmup_steps=2)
         model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       jit_compile=jit_compile)
         model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
@@ -163,6 +168,32 @@ def _embedding_step(optimizer, model, token_ids, scale, dense=False, jit_compile
     return step
 
 
+REPEATED_IDS = [[1, 2, 2, 5, 1, 1], [7, 2, 3, 3, 9, 1]]
+
+
+def _clipped_training(name, jit_compile=False, on_graph=None):
+    """The weights after 3 steps of a large (clipped) gradient on `REPEATED_IDS`.
+
+    "ours": `create_optimizer`'s AdamW on the IndexedSlices gradient; "keras-dense": Keras' AdamW given the
+    dense gradient; "keras-slices": Keras' AdamW on the IndexedSlices. `on_graph(graph)` sees the step's graph.
+    """
+    import tensorflow as tf
+
+    token_ids = tf.constant(REPEATED_IDS, "int32")
+    keras.utils.set_random_seed(3)
+    model = _embedding_and_dense_model()
+    model(token_ids)
+    optimizer = _ours_or_keras_adamw(name, total_steps=10, warmup_steps=0)
+    optimizer.build(model.trainable_variables)
+    step = _embedding_step(optimizer, model, token_ids, scale=50.0, dense=name == "keras-dense",
+                           jit_compile=jit_compile)
+    if on_graph is not None:
+        on_graph(step.get_concrete_function().graph)
+    for _ in range(3):
+        step()
+    return [keras.ops.convert_to_numpy(v) for v in model.trainable_variables]
+
+
 def test_fused_clipping_takes_the_norm_of_the_dense_embedding_gradient_with_repeated_ids():
     """The global norm of an IndexedSlices gradient is the dense gradient's: rows of repeated ids summed first.
 
@@ -176,62 +207,22 @@ def test_fused_clipping_takes_the_norm_of_the_dense_embedding_gradient_with_repe
     """
     if keras.config.backend() != "tensorflow":
         pytest.skip("The fused kernel is TensorFlow's; JAX and PyTorch run Keras' own update.")
-    import tensorflow as tf
-
-    token_ids = tf.constant([[1, 2, 2, 5, 1, 1], [7, 2, 3, 3, 9, 1]], "int32")
-    weights = {}
-    for name in ("ours", "keras-dense", "keras-slices"):
-        keras.utils.set_random_seed(3)
-        model = _embedding_and_dense_model()
-        model(token_ids)
-        if name == "ours":
-            optimizer = create_optimizer(0.01, total_steps=10, warmup_steps=0, epsilon=1e-8)
-        else:
-            optimizer = keras.optimizers.AdamW(
-                learning_rate=create_optimizer(0.01, total_steps=10, warmup_steps=0)._learning_rate,
-                weight_decay=0.01, epsilon=1e-8, global_clipnorm=1.0,
-            )
-            optimizer.exclude_from_weight_decay(var_names=["bias"])
-        optimizer.build(model.trainable_variables)
-        step = _embedding_step(optimizer, model, token_ids, scale=50.0, dense=name == "keras-dense")
-        for _ in range(3):
-            step()
-        weights[name] = [keras.ops.convert_to_numpy(v) for v in model.trainable_variables]
-    for ours, reference in zip(weights["ours"], weights["keras-dense"]):
-        np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-6)
-    assert not np.allclose(weights["keras-slices"][1], weights["keras-dense"][1], rtol=1e-5, atol=1e-6)
+    reference = _clipped_training("keras-dense")
+    for ours, expected in zip(_clipped_training("ours"), reference):
+        np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(_clipped_training("keras-slices")[1], reference[1], rtol=1e-5, atol=1e-6)
 
 
 def test_clipping_an_embedding_gradient_under_xla_keeps_static_shapes():
     """Under XLA the rows are not summed by id (`tf.unique` has a size per batch: a compile each): made dense first."""
     if keras.config.backend() != "tensorflow":
         pytest.skip("IndexedSlices are TensorFlow's.")
-    import tensorflow as tf
-
-    token_ids = tf.constant([[1, 2, 2, 5, 1, 1], [7, 2, 3, 3, 9, 1]], "int32")
-    weights = {}
-    for name in ("ours", "keras-dense"):
-        keras.utils.set_random_seed(3)
-        model = _embedding_and_dense_model()
-        model(token_ids)
-        if name == "ours":
-            optimizer = create_optimizer(0.01, total_steps=10, warmup_steps=0, epsilon=1e-8)
-        else:
-            optimizer = keras.optimizers.AdamW(
-                learning_rate=create_optimizer(0.01, total_steps=10, warmup_steps=0)._learning_rate,
-                weight_decay=0.01, epsilon=1e-8, global_clipnorm=1.0,
-            )
-            optimizer.exclude_from_weight_decay(var_names=["bias"])
-        optimizer.build(model.trainable_variables)
-        step = _embedding_step(optimizer, model, token_ids, scale=50.0, dense=name != "ours", jit_compile=True)
-        if name == "ours":
-            kinds = {op.type for op in step.get_concrete_function().graph.get_operations()}
-            assert "Unique" not in kinds and "StatelessIf" not in kinds and "If" not in kinds
-        for _ in range(3):
-            step()
-        weights[name] = [keras.ops.convert_to_numpy(v) for v in model.trainable_variables]
-    for ours, reference in zip(weights["ours"], weights["keras-dense"]):
-        np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-6)
+    kinds = set()
+    ours = _clipped_training("ours", jit_compile=True,
+                             on_graph=lambda graph: kinds.update(op.type for op in graph.get_operations()))
+    assert not kinds & {"Unique", "If", "StatelessIf"}
+    for got, expected in zip(ours, _clipped_training("keras-dense", jit_compile=True)):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_fused_update_makes_an_embedding_gradient_dense_once():
