@@ -152,9 +152,7 @@ class Task:
         self._preprocessor = None
         self.bucketing = True
         self.group_by_length = False  # training batches of similar lengths (`finetune(group_by_length=True)`)
-        # Batches cut to their longest example, not to a bucket length: for a model that compiles nothing per
-        # shape (`models.xla.pads_to_exact_length`; `finetune` sets it from its compiled model).
-        self.exact_lengths = False
+        self.exact_lengths = False  # batches cut to their longest example (`finetune`: `xla.pads_to_exact_length`)
 
     # === Options and the preset's "task" entry ===
     @classmethod
