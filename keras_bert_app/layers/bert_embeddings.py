@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from keras_bert_app.layers.initializers import truncated_normal
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
 class BertEmbeddings(keras.layers.Layer):
@@ -44,7 +46,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
-        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        initializer = truncated_normal(initializer_range)
         self.token_embedding = keras.layers.Embedding(
             vocabulary_size,
             hidden_dim,

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_app.layers.activations import get_activation
+from keras_bert_app.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -57,7 +58,7 @@ class MaskedLMHead(keras.layers.Layer):
         self.dense = keras.layers.Dense(
             self.hidden_dim,
             activation=get_activation(activation),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=truncated_normal(initializer_range),
             dtype=self.dtype_policy,
             name="dense",
         )

@@ -2,6 +2,8 @@
 
 import keras
 
+from keras_bert_app.layers.initializers import truncated_normal
+
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
 class NextSentenceHead(keras.layers.Layer):
@@ -28,7 +30,7 @@ class NextSentenceHead(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.dense = keras.layers.Dense(
             2,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=truncated_normal(initializer_range),
             dtype=self.dtype_policy,
             name="dense",
         )

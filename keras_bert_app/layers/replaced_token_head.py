@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_app.layers.activations import get_activation
+from keras_bert_app.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -39,13 +40,13 @@ class ReplacedTokenHead(keras.layers.Layer):
         self.dense = keras.layers.Dense(
             hidden_dim,
             activation=get_activation(activation),
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=truncated_normal(initializer_range),
             dtype=self.dtype_policy,
             name="dense",
         )
         self.dense_prediction = keras.layers.Dense(
             1,
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=truncated_normal(initializer_range),
             dtype=self.dtype_policy,
             name="dense_prediction",
         )

@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from keras_bert_app.layers.initializers import truncated_normal
+
 # Added to the scores of padded keys; exp() of it is 0 in float32.
 MASKED_SCORE = -1e9
 
@@ -53,7 +55,7 @@ class SelfAttention(keras.layers.Layer):
         self.dropout = dropout
         self.initializer_range = initializer_range
         self.fused = bool(fused)
-        kernel_initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        kernel_initializer = truncated_normal(initializer_range)
 
         def projection(name):
             # (batch, seq, hidden) -> (batch, seq, heads, head_dim)

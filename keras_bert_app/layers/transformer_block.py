@@ -4,6 +4,7 @@ import keras
 
 from keras_bert_app.layers.activations import get_activation
 from keras_bert_app.layers.self_attention import SelfAttention
+from keras_bert_app.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -50,7 +51,7 @@ class TransformerBlock(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.fused_attention = bool(fused_attention)
-        kernel_initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        kernel_initializer = truncated_normal(initializer_range)
         self.attention = SelfAttention(
             num_heads,
             hidden_dim,

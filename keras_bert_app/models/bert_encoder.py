@@ -7,6 +7,7 @@ from keras import ops
 from keras_bert_app import errors, presets
 from keras_bert_app.convert import resolve
 from keras_bert_app.layers.bert_embeddings import BertEmbeddings
+from keras_bert_app.layers.initializers import deferred_initialization, truncated_normal
 from keras_bert_app.layers.transformer_block import TransformerBlock
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -134,7 +135,7 @@ class BertEncoder(keras.Model):
             # (batch, seq, E) -> (batch, seq, H), after the embeddings' LayerNorm and dropout.
             embedding_projection = keras.layers.Dense(
                 hidden_dim,
-                kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+                kernel_initializer=truncated_normal(initializer_range),
                 dtype=dtype,
                 name="embedding_projection",
             )
@@ -156,7 +157,7 @@ class BertEncoder(keras.Model):
         pooler = keras.layers.Dense(
             hidden_dim,
             activation="tanh",
-            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range),
+            kernel_initializer=truncated_normal(initializer_range),
             dtype=dtype,
             name="pooler",
         )
@@ -263,9 +264,12 @@ class BertEncoder(keras.Model):
             **kwargs: overrides of the preset's config (e.g. `dropout=0.0`).
         """
         resolved = resolve.resolve_preset(preset, fetch_weights=load_weights)
-        encoder = cls(**{**resolved.config["encoder"], **kwargs})
+        with deferred_initialization() as deferred:  # the checkpoint's weights are not drawn first
+            encoder = cls(**{**resolved.config["encoder"], **kwargs})
         if load_weights:
-            resolved.load_weights(encoder)  # PresetError (with where to get weights) if there are none
+            with deferred.loading(encoder):
+                resolved.load_weights(encoder)  # PresetError (with where to get weights) if there are none
+        deferred.finish(encoder)
         return encoder
 
     def save_to_preset(self, preset_dir):

@@ -13,6 +13,7 @@ import keras
 
 from keras_bert_app import presets
 from keras_bert_app.convert import resolve
+from keras_bert_app.layers.initializers import deferred_initialization, truncated_normal
 from keras_bert_app.models import head_weights
 from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.models.optimizer import NO_DECAY_NAMES, FusedAdamW, create_optimizer
@@ -23,7 +24,7 @@ TASK_WEIGHTS_FILE = "task.weights.h5"
 
 def head_initializer(encoder):
     """BERT's initializer for new head weights: truncated normal with the encoder's `initializer_range`."""
-    return keras.initializers.TruncatedNormal(stddev=encoder.initializer_range)
+    return truncated_normal(encoder.initializer_range)
 
 
 class BertTask(keras.Model):
@@ -214,10 +215,14 @@ class BertTask(keras.Model):
         resolved = resolve.resolve_preset(preset, fetch_weights=load_weights)
         saved = cls._saved_head_config(resolved)
         reuse_head = cls._reuses_saved_head(resolved, saved, head_arguments)
-        encoder = BertEncoder(**{**resolved.config["encoder"], **(encoder_arguments or {})})
-        model = cls(encoder, **{**(saved or {}), **head_arguments})
+        # Weights the checkpoint fills are not drawn first (`layers.initializers`).
+        with deferred_initialization() as deferred:
+            encoder = BertEncoder(**{**resolved.config["encoder"], **(encoder_arguments or {})})
+            model = cls(encoder, **{**(saved or {}), **head_arguments})
         if load_weights:
-            model._load_preset_weights(resolved, reuse_head)
+            with deferred.loading(model):
+                model._load_preset_weights(resolved, reuse_head)
+        deferred.finish(model)
         return model
 
     @classmethod
