@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_app.layers.initializers import truncated_normal
+from keras_bert_app.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -62,7 +63,7 @@ class BertEmbeddings(keras.layers.Layer):
             name="segment_embedding",
         )
         self.position_initializer = initializer
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)

@@ -3,8 +3,9 @@
 import keras
 
 from keras_bert_app.layers.activations import get_activation
-from keras_bert_app.layers.self_attention import SelfAttention
 from keras_bert_app.layers.initializers import truncated_normal
+from keras_bert_app.layers.layer_norm import LayerNorm
+from keras_bert_app.layers.self_attention import SelfAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -62,7 +63,7 @@ class TransformerBlock(keras.layers.Layer):
             name="attention",
         )
         self.attention_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
-        self.attention_layer_norm = keras.layers.LayerNormalization(
+        self.attention_layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="attention_layer_norm"
         )
         self.intermediate_dense = keras.layers.Dense(
@@ -79,7 +80,7 @@ class TransformerBlock(keras.layers.Layer):
             name="output",
         )
         self.output_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
-        self.output_layer_norm = keras.layers.LayerNormalization(
+        self.output_layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="output_layer_norm"
         )
 
