@@ -1,6 +1,7 @@
 """BERT's post-LN Transformer encoder block."""
 
 import keras
+from keras import ops
 
 from keras_bert_app.layers.activations import get_activation
 from keras_bert_app.layers.initializers import truncated_normal
@@ -96,8 +97,12 @@ class TransformerBlock(keras.layers.Layer):
         attended = self.attention(hidden_states, padding_mask=padding_mask, training=training)
         attended = self.attention_dropout(attended, training=training)
         hidden_states = self.attention_layer_norm(hidden_states + attended)
-        feed_forward = self.output_dense(self.intermediate_dense(hidden_states))
-        feed_forward = self.output_dropout(feed_forward, training=training)
+        # The feed-forward sublayer acts on each position alone: run it on (batch * seq, hidden), where a Dense
+        # is one matmul. On (batch, seq, hidden) TensorFlow's Dense is a `tensordot` of ~20 graph nodes, its
+        # gradient more: tracing MiniLM-L6's training step took 2.1 s with it, 1.7 s without (2-core CPU).
+        shape = ops.shape(hidden_states)
+        feed_forward = self.output_dense(self.intermediate_dense(ops.reshape(hidden_states, (-1, self.hidden_dim))))
+        feed_forward = self.output_dropout(ops.reshape(feed_forward, shape), training=training)
         return self.output_layer_norm(hidden_states + feed_forward)
 
     def compute_output_shape(self, hidden_states_shape, padding_mask_shape=None):
