@@ -14,10 +14,19 @@ they are initialised.
 """
 
 import contextlib
+import threading
 
 import keras
 
-_ACTIVE = []  # the open `deferred_initialization` records, innermost last
+# The open `deferred_initialization` records of each thread, innermost last: a
+# model another thread builds meanwhile draws its weights as usual.
+_THREAD = threading.local()
+
+
+def _active():
+    if not hasattr(_THREAD, "records"):
+        _THREAD.records = []
+    return _THREAD.records
 
 # Where a layer keeps the variable an `*_initializer` attribute filled.
 _VARIABLE_OF = {
@@ -32,9 +41,10 @@ class TruncatedNormal(keras.initializers.TruncatedNormal):
     """Keras' `TruncatedNormal`, filling zeros inside `deferred_initialization()`."""
 
     def __call__(self, shape, dtype=None):
-        if _ACTIVE:
-            _ACTIVE[-1].calls += 1
-            _ACTIVE[-1].initializers[id(self)] = self
+        records = _active()
+        if records:
+            records[-1].calls += 1
+            records[-1].initializers[id(self)] = self
             return keras.ops.zeros(shape, dtype=dtype)
         return super().__call__(shape, dtype=dtype)
 
@@ -113,8 +123,8 @@ def deferred_initialization():
     ```
     """
     record = DeferredInitialization()
-    _ACTIVE.append(record)
+    _active().append(record)
     try:
         yield record
     finally:
-        _ACTIVE.remove(record)
+        _active().remove(record)

@@ -124,3 +124,21 @@ def test_serializes_as_a_truncated_normal():
     restored = keras.initializers.deserialize(keras.initializers.serialize(initializer))
     assert isinstance(restored, keras.initializers.TruncatedNormal)
     assert restored.get_config()["stddev"] == 0.05
+
+
+def test_a_model_built_in_another_thread_meanwhile_is_drawn():
+    import threading
+
+    built = {}
+
+    def build_elsewhere():
+        keras.utils.set_random_seed(9)
+        layer = keras.layers.Dense(3, kernel_initializer=initializers.truncated_normal(0.02))
+        layer.build((None, 3))
+        built["kernel"] = keras.ops.convert_to_numpy(layer.kernel)
+
+    with initializers.deferred_initialization():
+        thread = threading.Thread(target=build_elsewhere)
+        thread.start()
+        thread.join()
+    assert np.abs(built["kernel"]).min() > 0
