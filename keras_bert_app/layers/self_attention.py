@@ -37,9 +37,12 @@ class SelfAttention(keras.layers.Layer):
     Call args:
         hidden_states: float tensor [batch, seq, hidden_dim].
         padding_mask: bool/int tensor [batch, seq]; 0 marks padded keys.
+        with_first: bool. Also return the output at the first position,
+            computed apart (see `TransformerBlock`).
 
     Returns:
-        float tensor [batch, seq, hidden_dim].
+        float tensor [batch, seq, hidden_dim]; with `with_first`, also
+        [batch, 1, hidden_dim].
     """
 
     def __init__(self, num_heads, hidden_dim, dropout=0.1, initializer_range=0.02, fused=False, **kwargs):
@@ -88,30 +91,74 @@ class SelfAttention(keras.layers.Layer):
         self.output_dense.build((None, None, self.num_heads, self.head_dim))
         self.built = True
 
-    def call(self, hidden_states, padding_mask=None, training=None):
+    def call(self, hidden_states, padding_mask=None, training=None, with_first=False):
         query = self.query_dense(hidden_states)  # (batch, seq, heads, head_dim)
         key = self.key_dense(hidden_states)
         value = self.value_dense(hidden_states)
         key_mask = None
         if padding_mask is not None:
             key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (batch, 1, 1, k)
+        if with_first:
+            return self._call_with_first(hidden_states, query, key, value, key_mask, training)
         if self.fused and not (training and self.dropout > 0):
             context = ops.dot_product_attention(
                 query, key, value, mask=key_mask, scale=1.0 / math.sqrt(self.head_dim),
                 flash_attention=_flash_attention_setting(),
             )  # (batch, q, heads, head_dim)
             return self.output_dense(context)
-        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, heads, q, k)
-        scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
-        if key_mask is not None:
-            scores = ops.where(key_mask, scores, MASKED_SCORE)
-        probabilities = ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+        probabilities = self._probabilities(query, key, key_mask)
         probabilities = self.probabilities_dropout(probabilities, training=training)
         context = ops.einsum("bnqk,bknd->bqnd", probabilities, value)  # (batch, q, heads, head_dim)
         return self.output_dense(context)
 
+    def _probabilities(self, query, key, key_mask):
+        """softmax(q kᵀ / √d) over the unmasked keys, (batch, heads, q, k), in the compute dtype."""
+        scores = ops.einsum("bqnd,bknd->bnqk", query, key)  # (batch, heads, q, k)
+        scores = ops.cast(scores, "float32") / math.sqrt(self.head_dim)
+        if key_mask is not None:
+            scores = ops.where(key_mask, scores, MASKED_SCORE)
+        return ops.cast(ops.softmax(scores, axis=-1), self.compute_dtype)
+
+    def _call_with_first(self, hidden_states, query, key, value, key_mask, training):
+        """The output at every position and, computed apart, at the first alone: ([b, s, h], [b, 1, h]).
+
+        Where only the first ([CLS]) is used (a classifier's pooled output), the
+        whole-sequence path feeds nothing and a traced function drops it: its
+        queries, scores and output projection (`TransformerBlock` adds the
+        feed-forward sublayer). Dropout draws one mask, as `call` does (the
+        same seed, shape and values: Keras' dropout of ones is 1 / (1 - rate)
+        where it keeps, 0 where it drops, and p times it is its dropout of
+        p), and the first position takes that mask's first row.
+        """
+        keep = None
+        if training and self.dropout > 0:
+            shape = ops.shape(hidden_states)
+            keep = self.probabilities_dropout(
+                ops.ones((shape[0], self.num_heads, shape[1], shape[1]), self.compute_dtype), training=training
+            )
+
+        def attend(query, keep):
+            if self.fused and not (training and self.dropout > 0):
+                return self.output_dense(ops.dot_product_attention(
+                    query, key, value, mask=key_mask, scale=1.0 / math.sqrt(self.head_dim),
+                    flash_attention=_flash_attention_setting(),
+                ))
+            probabilities = self._probabilities(query, key, key_mask)
+            if keep is not None:
+                probabilities = probabilities * keep
+            return self.output_dense(ops.einsum("bnqk,bknd->bqnd", probabilities, value))
+
+        first_query = self.query_dense(hidden_states[:, :1, :])  # not query[:, :1]: that would keep every query
+        return attend(query, keep), attend(first_query, None if keep is None else keep[:, :, :1, :])
+
     def compute_output_shape(self, hidden_states_shape, padding_mask_shape=None):
         return tuple(hidden_states_shape)
+
+    def compute_output_spec(self, hidden_states, padding_mask=None, training=None, with_first=False):
+        output = keras.KerasTensor(hidden_states.shape, dtype=self.compute_dtype)
+        if not with_first:
+            return output
+        return output, keras.KerasTensor((hidden_states.shape[0], 1) + tuple(hidden_states.shape[2:]), self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

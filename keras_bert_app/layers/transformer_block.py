@@ -27,9 +27,13 @@ class TransformerBlock(keras.layers.Layer):
     Call args:
         hidden_states: float tensor [batch, seq, hidden_dim].
         padding_mask: tensor [batch, seq]; 0 marks padding.
+        with_first: bool. Also return the first position's output, computed
+            apart: what a classifier uses of the last block (see
+            `_call_with_first`).
 
     Returns:
-        float tensor [batch, seq, hidden_dim].
+        float tensor [batch, seq, hidden_dim]; with `with_first`, also
+        [batch, 1, hidden_dim].
     """
 
     def __init__(
@@ -93,20 +97,70 @@ class TransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden_states_shape)
         self.built = True
 
-    def call(self, hidden_states, padding_mask=None, training=None):
+    def call(self, hidden_states, padding_mask=None, training=None, with_first=False):
+        if with_first:
+            return self._call_with_first(hidden_states, padding_mask, training)
         attended = self.attention(hidden_states, padding_mask=padding_mask, training=training)
         attended = self.attention_dropout(attended, training=training)
         hidden_states = self.attention_layer_norm(hidden_states + attended)
+        return self.output_layer_norm(hidden_states + self._feed_forward(hidden_states, training))
+
+    def _feed_forward(self, hidden_states, training, keep=None):
+        """The feed-forward sublayer's output, dropped (by Keras' dropout, or by the mask `keep`)."""
         # The feed-forward sublayer acts on each position alone: run it on (batch * seq, hidden), where a Dense
         # is one matmul. On (batch, seq, hidden) TensorFlow's Dense is a `tensordot` of ~20 graph nodes, its
         # gradient more: tracing MiniLM-L6's training step took 2.1 s with it, 1.7 s without (2-core CPU).
         shape = ops.shape(hidden_states)
         feed_forward = self.output_dense(self.intermediate_dense(ops.reshape(hidden_states, (-1, self.hidden_dim))))
-        feed_forward = self.output_dropout(ops.reshape(feed_forward, shape), training=training)
-        return self.output_layer_norm(hidden_states + feed_forward)
+        feed_forward = ops.reshape(feed_forward, shape)
+        if keep is not None:
+            return feed_forward * keep
+        return self.output_dropout(feed_forward, training=training)
+
+    def _call_with_first(self, hidden_states, padding_mask, training):
+        """`call`'s output and, computed apart, its first position's: ([b, s, h], [b, 1, h]).
+
+        A classifier uses the last block's output at [CLS] alone (the pooled
+        output). Computed apart, from the keys and values of every position,
+        it does not need the other positions' queries, attention output,
+        LayerNorms and feed-forward sublayer; in a traced function (a
+        TensorFlow step, `jax.jit`) the whole-sequence path then feeds
+        nothing and is dropped: about four fifths of the last block's work,
+        forward and backward (TF Model Garden's encoder has the same cut as
+        `output_range`). The first position's values are the whole path's
+        first row, up to the rounding of a matrix product of another shape.
+        Dropout draws each mask once, as `call` does (same seeds, shapes and
+        values, see `SelfAttention`), and the first position takes its first
+        row, so a model that uses both outputs (pretraining: the masked LM on
+        every position, next-sentence prediction on [CLS]) sees one dropout.
+        """
+        attended, first_attended = self.attention(
+            hidden_states, padding_mask=padding_mask, training=training, with_first=True
+        )
+        keep_attended = keep_output = None
+        if training and self.dropout > 0:
+            ones = ops.ones(ops.shape(hidden_states), self.compute_dtype)
+            keep_attended = self.attention_dropout(ones, training=training)
+            keep_output = self.output_dropout(ones, training=training)  # drawn in `call`'s order
+        outputs = []
+        for hidden, attended, keep_a, keep_o in (
+            (hidden_states, attended, keep_attended, keep_output),
+            (hidden_states[:, :1, :], first_attended, _first(keep_attended), _first(keep_output)),
+        ):
+            if keep_a is not None:
+                attended = attended * keep_a
+            hidden = self.attention_layer_norm(hidden + attended)
+            outputs.append(self.output_layer_norm(hidden + self._feed_forward(hidden, training, keep_o)))
+        return tuple(outputs)
 
     def compute_output_shape(self, hidden_states_shape, padding_mask_shape=None):
         return tuple(hidden_states_shape)
+
+    def compute_output_spec(self, hidden_states, padding_mask=None, training=None, with_first=False):
+        output = keras.KerasTensor(hidden_states.shape, dtype=self.compute_dtype)
+        if not with_first:
+            return output
+        return output, keras.KerasTensor((hidden_states.shape[0], 1) + tuple(hidden_states.shape[2:]), self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()
@@ -123,3 +177,8 @@ class TransformerBlock(keras.layers.Layer):
             }
         )
         return config
+
+
+def _first(keep):
+    """The first position's rows of a dropout mask [batch, seq, ...] (None: no dropout)."""
+    return None if keep is None else keep[:, :1]

@@ -171,11 +171,20 @@ class BertEncoder(keras.Model):
         if embedding_projection is not None:
             hidden_states = embedding_projection(hidden_states)
         encoder_outputs = []
+        first = hidden_states
         for index in range(num_layers):  # shared groups: the same block for consecutive layers
             block = blocks[index // layers_per_group]
-            hidden_states = block(hidden_states, padding_mask=inputs["padding_mask"])
+            if index < num_layers - 1 or layers_per_group > 1:
+                hidden_states = block(hidden_states, padding_mask=inputs["padding_mask"])
+                first = hidden_states
+            else:
+                # The last block's [CLS] output computed apart: a model that uses only the pooled output (a
+                # classifier) does not run the rest of the last block (`TransformerBlock._call_with_first`).
+                # Not for a block shared by several layers: a Keras functional graph takes a layer's outputs
+                # to be as many at every call.
+                hidden_states, first = block(hidden_states, padding_mask=inputs["padding_mask"], with_first=True)
             encoder_outputs.append(hidden_states)
-        pooled_output = pooler(hidden_states[:, 0, :])  # (batch, hidden) from [CLS]
+        pooled_output = pooler(first[:, 0, :])  # (batch, hidden) from [CLS]
         super().__init__(
             inputs=inputs,
             outputs={

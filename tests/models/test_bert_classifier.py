@@ -41,6 +41,48 @@ def test_logits_equal_dense_on_pooled_output():
     assert tuple(model(batch(seq=7)).shape) == (4, 3)
 
 
+def test_pooled_output_is_the_pooler_on_the_whole_sequence_output_at_cls():
+    """The last block's [CLS] output is computed apart (`TransformerBlock._call_with_first`): the same values."""
+    encoder = tiny_encoder()
+    outputs = keras.tree.map_structure(keras.ops.convert_to_numpy, encoder(batch()))
+    kernel, bias = (keras.ops.convert_to_numpy(w) for w in encoder.pooler.weights)
+    np.testing.assert_allclose(
+        outputs["pooled_output"], np.tanh(outputs["sequence_output"][:, 0] @ kernel + bias), rtol=1e-5, atol=1e-6
+    )
+
+
+def test_the_pooled_output_needs_none_of_the_last_blocks_feed_forward_on_other_positions():
+    """Of the last block, only [CLS]'s feed-forward sublayer feeds the pooled output: a classifier's step drops the rest.
+
+    TensorFlow prunes a function's ops that feed none of its outputs (and
+    are not stateful) when it instantiates it; XLA drops dead code. So a
+    classifier, which uses only the pooled output, does not run the last
+    block's feed-forward sublayer on the whole sequence, which only
+    `sequence_output` needs.
+    """
+    if keras.config.backend() != "tensorflow":
+        pytest.skip("Reads a TensorFlow graph.")
+    import tensorflow as tf
+
+    encoder = tiny_encoder(dropout=0.1)
+    spec = {name: tf.TensorSpec([None, None], tf.int32) for name in ("token_ids", "segment_ids", "padding_mask")}
+    outputs = tf.function(lambda x: encoder(x, training=True)).get_concrete_function(spec).structured_outputs
+
+    def last_feed_forward(output):
+        reachable, stack = set(), [output.op]
+        while stack:
+            op = stack.pop()
+            if op.name not in reachable:
+                reachable.add(op.name)
+                stack.extend(tensor.op for tensor in op.inputs)
+        return {name for name in reachable if "/transformer_layer_1" in name and "/intermediate" in name
+                and name.endswith("MatMul")}
+
+    pooled, sequence = last_feed_forward(outputs["pooled_output"]), last_feed_forward(outputs["sequence_output"])
+    assert len(pooled) == 1 and len(sequence) == 1
+    assert not pooled & sequence
+
+
 def test_fit_overfits_one_batch():
     model = BertClassifier(tiny_encoder(), num_classes=2, dropout=0.0)
     x = batch(batch_size=8, seq=8)

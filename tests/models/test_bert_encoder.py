@@ -141,7 +141,8 @@ def test_fused_attention_matches_numpy_reference(fused_calls):
     encoder = kba.BertEncoder(**TINY, fused_attention=True)
     inputs = make_inputs(batch=3, seq=9, seed=1)  # padded rows included
     actual = keras.tree.map_structure(keras.ops.convert_to_numpy, encoder(inputs))
-    assert len(fused_calls) == TINY["num_layers"]  # one fused call per layer, none skipped
+    # One fused call per layer, none skipped, and one more for the last layer's [CLS] output computed apart.
+    assert len(fused_calls) == TINY["num_layers"] + 1
     assert_close(actual, numpy_bert_forward(encoder, inputs), atol=1e-5)
 
 
@@ -159,7 +160,7 @@ def test_fused_attention_training_keeps_attention_dropout(fused_calls):
         keras.tree.map_structure(keras.ops.convert_to_numpy, explicit(inputs, training=True)),
         atol=1e-5,
     )
-    assert len(fused_calls) == TINY["num_layers"]
+    assert len(fused_calls) == TINY["num_layers"] + 1  # the last layer's [CLS] output apart too
 
 
 @pytest.mark.skipif(keras.config.backend() != "jax", reason="a JAX-only guard")
@@ -183,7 +184,7 @@ def test_fused_attention_avoids_keras_tpu_splash_kernel(monkeypatch):
     tpu = type("Device", (), {"platform": "tpu"})()
     monkeypatch.setattr(jax, "devices", lambda *args: [tpu])
     encoder(inputs)
-    assert settings == [False] * TINY["num_layers"]
+    assert settings == [False] * (TINY["num_layers"] + 1)  # the last layer's [CLS] output apart too
 
 def test_fused_attention_is_an_execution_option(tmp_path):
     """It survives get_config/from_config but is not written into a preset."""
