@@ -91,6 +91,8 @@ class BertPretrainer(BertTask):
         outputs = {"mlm": masked_lm_head(encoded["sequence_output"], inputs["mask_positions"])}
         if next_sentence_head is not None:
             outputs["nsp"] = next_sentence_head(encoded["pooled_output"])
+            # Both outputs used: the pooled output from the whole sequence's [CLS] row, not computed apart again.
+            encoder.transformer_layers[-1].first_apart = False
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===

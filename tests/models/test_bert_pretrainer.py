@@ -135,3 +135,35 @@ def test_config_round_trip():
     assert clone.next_sentence_prediction is False
     assert clone.encoder.get_config()["hidden_dim"] == 16
     assert len(clone.weights) == len(pretrainer.weights)
+
+
+def test_next_sentence_takes_the_whole_sequences_cls_row_not_a_second_computation():
+    """Pretraining uses both outputs: the pooled output comes from `sequence_output`'s [CLS] row.
+
+    A classifier's encoder computes the last block's [CLS] output apart (the
+    rest of that block is then dropped from its step); where the masked LM
+    needs every position anyway, that would be the [CLS] row computed twice.
+    """
+    if keras.config.backend() != "tensorflow":
+        pytest.skip("Reads a TensorFlow graph.")
+    import tensorflow as tf
+
+    model = BertPretrainer(_encoder(), next_sentence_prediction=True)
+    assert not model.encoder.transformer_layers[-1].first_apart
+    assert BertEncoder(**_encoder().get_config()).transformer_layers[-1].first_apart  # a fresh encoder: apart
+    x, _, _ = _batch()
+    spec = {name: tf.TensorSpec([None, None], tf.int32) for name in x}
+    outputs = tf.function(lambda x: model(x, training=True)).get_concrete_function(spec).structured_outputs
+
+    def last_feed_forward(output):
+        reachable, stack = set(), [output.op]
+        while stack:
+            op = stack.pop()
+            if op.name not in reachable:
+                reachable.add(op.name)
+                stack.extend(tensor.op for tensor in op.inputs)
+        return {name for name in reachable if "/transformer_layer_1" in name and "/intermediate" in name
+                and name.endswith("MatMul")}
+
+    assert last_feed_forward(outputs["nsp"]) == last_feed_forward(outputs["mlm"])
+    assert len(last_feed_forward(outputs["nsp"])) == 1
