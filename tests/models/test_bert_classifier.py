@@ -6,6 +6,7 @@ import pytest
 
 from keras_bert_app.models.bert_classifier import BertClassifier
 from keras_bert_app.models.bert_encoder import BertEncoder
+from tests.models.graph_walk import feed_forward_matmuls
 
 pytestmark = pytest.mark.all_backends
 
@@ -68,17 +69,8 @@ def test_the_pooled_output_needs_none_of_the_last_blocks_feed_forward_on_other_p
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in ("token_ids", "segment_ids", "padding_mask")}
     outputs = tf.function(lambda x: encoder(x, training=True)).get_concrete_function(spec).structured_outputs
 
-    def last_feed_forward(output):
-        reachable, stack = set(), [output.op]
-        while stack:
-            op = stack.pop()
-            if op.name not in reachable:
-                reachable.add(op.name)
-                stack.extend(tensor.op for tensor in op.inputs)
-        return {name for name in reachable if "/transformer_layer_1" in name and "/intermediate" in name
-                and name.endswith("MatMul")}
-
-    pooled, sequence = last_feed_forward(outputs["pooled_output"]), last_feed_forward(outputs["sequence_output"])
+    pooled = feed_forward_matmuls(outputs["pooled_output"], "transformer_layer_1")
+    sequence = feed_forward_matmuls(outputs["sequence_output"], "transformer_layer_1")
     assert len(pooled) == 1 and len(sequence) == 1
     assert not pooled & sequence
 

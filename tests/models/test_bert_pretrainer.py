@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from keras_bert_app.models.bert_encoder import BertEncoder
+from tests.models.graph_walk import feed_forward_matmuls
 from keras_bert_app.models.bert_pretrainer import BertPretrainer
 
 pytestmark = pytest.mark.all_backends
@@ -155,15 +156,6 @@ def test_next_sentence_takes_the_whole_sequences_cls_row_not_a_second_computatio
     spec = {name: tf.TensorSpec([None, None], tf.int32) for name in x}
     outputs = tf.function(lambda x: model(x, training=True)).get_concrete_function(spec).structured_outputs
 
-    def last_feed_forward(output):
-        reachable, stack = set(), [output.op]
-        while stack:
-            op = stack.pop()
-            if op.name not in reachable:
-                reachable.add(op.name)
-                stack.extend(tensor.op for tensor in op.inputs)
-        return {name for name in reachable if "/transformer_layer_1" in name and "/intermediate" in name
-                and name.endswith("MatMul")}
-
-    assert last_feed_forward(outputs["nsp"]) == last_feed_forward(outputs["mlm"])
-    assert len(last_feed_forward(outputs["nsp"])) == 1
+    next_sentence = feed_forward_matmuls(outputs["nsp"], "transformer_layer_1")
+    assert next_sentence == feed_forward_matmuls(outputs["mlm"], "transformer_layer_1")
+    assert len(next_sentence) == 1
