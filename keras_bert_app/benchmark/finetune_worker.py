@@ -10,8 +10,8 @@ evaluating.
     ours               `keras-bert-app finetune classify` (defaults): not a worker, the console script's
                        own process (`processes.run_console_process`, `ours_command_line`)
     ours-no-bucketing  the same with `--no-bucketing`: every batch padded to the max length
-    ours-group-by-length  the same with `--group-by-length`: training batches grouped by length with
-                       hf-grouped's rule (not our default: see `kba.finetune`)
+    ours-random-batches  the same with `--no-group-by-length`: training batches of random examples, each
+                       cut to its longest (the default groups them by length: see `kba.finetune`)
     keras-hub          `BertTextClassifier.from_preset` with its own preprocessor at the max length, `fit`
                        with its compile defaults (Adam at the learning rate), then `predict`
     hf-grouped         transformers `BertForSequenceClassification` + torch: `DataCollatorWithPadding`
@@ -21,6 +21,8 @@ evaluating.
 Not in the default run, for the bfloat16 side by side (`--implementations`):
 
     ours-mixed-precision  ours with `--mixed-precision` (Keras' mixed_bfloat16)
+    ours-group-by-length  ours with `--group-by-length`: today's default said aloud (the earlier
+                       versions' default was random batches)
     hf-grouped-bf16    hf-grouped under `torch.autocast("cpu", torch.bfloat16)`, as `Trainer(bf16=True)` on a CPU
 """
 
@@ -30,12 +32,12 @@ import sys
 
 from keras_bert_app.benchmark.processes import RESULT_PREFIX
 
-DEFAULT_IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "ours-group-by-length", "keras-hub", "hf-grouped", "hf-padded")
-IMPLEMENTATIONS = DEFAULT_IMPLEMENTATIONS + ("ours-mixed-precision", "hf-grouped-bf16")
+DEFAULT_IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "ours-random-batches", "keras-hub", "hf-grouped", "hf-padded")
+IMPLEMENTATIONS = DEFAULT_IMPLEMENTATIONS + ("ours-mixed-precision", "ours-group-by-length", "hf-grouped-bf16")
 # Ours and its variants: the flags each adds to `finetune classify`'s defaults.
 OURS_FLAGS = {
-    "ours": [], "ours-no-bucketing": ["--no-bucketing"], "ours-group-by-length": ["--group-by-length"],
-    "ours-mixed-precision": ["--mixed-precision"],
+    "ours": [], "ours-no-bucketing": ["--no-bucketing"], "ours-random-batches": ["--no-group-by-length"],
+    "ours-group-by-length": ["--group-by-length"], "ours-mixed-precision": ["--mixed-precision"],
 }
 
 

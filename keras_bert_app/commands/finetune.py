@@ -106,10 +106,10 @@ def _add_common_arguments(parser, defaults):
     )
     parser.add_argument(
         "--group-by-length", action=argparse.BooleanOptionalAction, default=None,
-        help="training batches of similar lengths, as HF's group_by_length: each epoch the examples shuffled, "
-        "sorted by length within random quarters of the data (at most 50 batches each), the batches shuffled "
-        "(default: off, batches of random examples, each cut to its longest: where length gives the label "
-        "away, grouped batches lean to one class)",
+        help="training batches of similar lengths (the default), as HF's group_by_length: each epoch the examples "
+        "shuffled, sorted by length within random quarters of the data (at most 50 batches each), the batches "
+        "shuffled; with one label per example (classify, GLUE, swag), sorted per class, so each batch holds the "
+        "classes in their shares. --no-group-by-length: batches of random examples, each cut to its longest",
     )
     parser.add_argument(
         "--mixed-precision", action="store_true",

@@ -16,6 +16,9 @@ example itself (`exact_lengths`), as HF's `DataCollatorWithPadding` does.
 """
 
 from keras_bert_app import errors
+from keras_bert_app.data.length_grouping import (  # noqa: F401 (GROUP_BATCHES, group_batches: part of this API)
+    GROUP_BATCHES, example_lengths, group_batches, sort_by_length, sort_stratified,
+)
 
 SMALLEST_BUCKET = 8
 
@@ -53,24 +56,6 @@ def bucket_lengths(sequence_length):
     return tuple(lengths)
 
 
-# Length grouping sorts the examples of at most this many batches at a time.
-GROUP_BATCHES = 50
-
-
-def group_batches(num_examples, batch_size):
-    """How many batches' examples length grouping sorts at a time: HF `group_by_length`'s rule.
-
-    At most `GROUP_BATCHES`, and at most a quarter of the epoch's batches
-    (at least 1): each batch is made of examples of similar lengths drawn
-    from a random quarter (or less) of the data, never from one sort of it
-    all, so where the length tells the label a batch still mixes classes.
-
-    >>> group_batches(1600, 32), group_batches(100_000, 32), group_batches(100, 32)
-    (12, 50, 1)
-    """
-    return max(1, min(num_examples // (4 * batch_size), GROUP_BATCHES))
-
-
 def batch_lengths(sequence_length):
     """The lengths a batch may be padded to with `sequence_length` as the longest.
 
@@ -89,14 +74,15 @@ def batch_lengths(sequence_length):
     )
 
 
-def describe(sequence_length, bucketing=True, group_by_length=None, exact_lengths=False):
+def describe(sequence_length, bucketing=True, group_by_length=None, exact_lengths=False, stratified=False):
     """One line for a run's log: how its batches are padded (and, for training, made: `group_by_length` not None)."""
     if not bucketing:
         return f"Padding every batch to {sequence_length} tokens (no bucketing)."
     batches = {
         None: "",
-        True: ", training batches grouped by length (--group-by-length)",
-        False: ", training batches of random examples, evaluation batches grouped by length",
+        True: ", training batches grouped by length" + (" within each class" if stratified else "")
+        + " (--no-group-by-length: random)",
+        False: ", training batches of random examples (--no-group-by-length), evaluation batches grouped by length",
     }[group_by_length]
     if exact_lengths:
         return (
@@ -117,18 +103,6 @@ def describe(sequence_length, bucketing=True, group_by_length=None, exact_length
             f"it stays the truncation length and the top bucket."
         )
     return line
-
-
-def example_lengths(inputs):
-    """Real tokens of each example of a batch of inputs: int32 [batch].
-
-    The longest of its choices for multiple-choice inputs `[batch, choices, seq]`.
-    """
-    import tensorflow as tf
-
-    mask = tf.cast(inputs["padding_mask"], "int32")
-    tokens = tf.reduce_sum(mask, axis=-1)  # (batch,) or (batch, choices)
-    return tf.reduce_max(tf.reshape(tokens, [tf.shape(mask)[0], -1]), axis=1)
 
 
 def trim(batch, sequence_length, exact_lengths=False):
@@ -159,14 +133,6 @@ def trim(batch, sequence_length, exact_lengths=False):
     return (tf.nest.map_structure(cut, inputs), *(tf.nest.map_structure(cut, value) for value in batch[1:]))
 
 
-def _sort_by_length(*group):
-    """A group of examples (a batch of them) in order of their lengths, longest first."""
-    import tensorflow as tf
-
-    order = tf.argsort(example_lengths(group[0]), direction="DESCENDING", stable=True)
-    return tf.nest.map_structure(lambda value: tf.gather(value, order), group)
-
-
 def plain_map(dataset, function, **options):
     """`dataset.map(function)` without AutoGraph: these functions have no tensor-dependent Python control flow.
 
@@ -180,7 +146,7 @@ def plain_map(dataset, function, **options):
 
 
 def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=False, seed=None, bucketing=True,
-                    group_by_length=True, exact_lengths=False):
+                    group_by_length=True, exact_lengths=False, stratified=False):
     """Batches of single examples, padded per batch to a bucket length and grouped by length.
 
     Without `bucketing` this is the fixed padding of the original BERT:
@@ -196,6 +162,9 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
     cut to its longest example rounded up to a length of
     `batch_lengths(sequence_length)`. Without `shuffle` (evaluation) the
     examples are sorted within each group and the batches stay in that order.
+    With `stratified` (training with one label per example), each group is
+    sorted by length within each class (`length_grouping.sort_stratified`),
+    so every batch holds the classes in their shares of the group.
 
     Args:
         dataset: `tf.data.Dataset` of single examples `(inputs, *rest)`,
@@ -212,6 +181,9 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
             to its longest example), as fine-tuning's training batches do.
         exact_lengths: bool. With `bucketing`: cut each batch to its longest
             example itself, not rounded up to a bucket length (`trim`).
+        stratified: bool. With `group_by_length` and `shuffle`: the first
+            of `rest` is each example's label (a class id or a float
+            target); sort each group per class, as said above.
 
     Returns:
         `tf.data.Dataset` of batches `(inputs, *rest)` (of `inputs` when
@@ -232,7 +204,8 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
     if group_by_length:
         # Evaluation sorts 50 batches at a time (nothing to learn from its order); training as HF does.
         group = group_batches(num_examples, batch_size) if shuffle else GROUP_BATCHES
-        dataset = plain_map(dataset.batch(group * batch_size), _sort_by_length).unbatch()
+        sort = sort_stratified if stratified and shuffle else sort_by_length
+        dataset = plain_map(dataset.batch(group * batch_size), sort).unbatch()
     dataset = dataset.batch(batch_size)
     dataset = plain_map(dataset, lambda *batch: trim(batch, sequence_length, exact_lengths),
                         num_parallel_calls=tf.data.AUTOTUNE)

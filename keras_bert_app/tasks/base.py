@@ -143,6 +143,7 @@ class Task:
     SERVING_TASK = None  # the export's task name ("classification", ...); None: not servable
     TRUNCATED_UNIT = "examples"
     PER_POSITION = False  # the model's outputs are per position ([batch, seq, ...])
+    ONE_LABEL = False  # one label per example, first after the inputs: length groups stratified by it
 
     def __init__(self, **options):
         self.options = self.check_options(options)
@@ -151,7 +152,7 @@ class Task:
         self.tokenizer = None
         self._preprocessor = None
         self.bucketing = True
-        self.group_by_length = False  # training batches of similar lengths (`finetune(group_by_length=True)`)
+        self.group_by_length = True  # training batches of similar lengths (`finetune(group_by_length=False)`: random)
         self.exact_lengths = False  # batches cut to their longest example (`finetune`: `xla.pads_to_exact_length`)
 
     # === Options and the preset's "task" entry ===
@@ -268,14 +269,13 @@ class Task:
     def dataset(self, split, batch_size, shuffle=False, seed=None):
         """tf.data batches of a split (with labels when it has them), each padded to a bucket unless not `bucketing`.
 
-        Training batches (`shuffle`): random, each cut to its longest example, unless `group_by_length`
-        (see `kba.finetune`). Evaluation batches: grouped by length (no effect on the figures)."""
+        Grouped by length (training: per class where `ONE_LABEL`; random if not `group_by_length`: `kba.finetune`)."""
         from keras_bert_app.data.bucketing import grouped_batches
 
         return grouped_batches(
             self.packed_examples(split), split.num_features, batch_size, self.sequence_length,
             shuffle=shuffle, seed=seed, bucketing=self.bucketing,
-            group_by_length=not shuffle or self.group_by_length, exact_lengths=self.exact_lengths,
+            group_by_length=not shuffle or self.group_by_length, exact_lengths=self.exact_lengths, stratified=self.ONE_LABEL,
         )
 
     def fit_arguments(self, split, batch_size, seed):

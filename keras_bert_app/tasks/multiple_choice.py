@@ -21,6 +21,7 @@ class MultipleChoice(Task):
     READER = "swag"
     MODEL_CLASS_NAME = "BertMultipleChoice"
     TRUNCATED_UNIT = "pairs"
+    ONE_LABEL = True  # the right choice's id per example: length groups stratified by it
     OPTIONS = (
         Option("train", "file", "training file", required=True, stored=False),
         Option("dev", "file", "dev file (evaluated after training)", required=True, stored=False),

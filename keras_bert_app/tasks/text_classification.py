@@ -24,6 +24,7 @@ class TextClassification(Task):
     READER = "classify"
     MODEL_CLASS_NAME = "BertClassifier"
     SERVING_TASK = "classification"  # "regression" for one output
+    ONE_LABEL = True  # a class id (a target with --regression) per example: length groups stratified by it
     OPTIONS = (
         Option("train", "file", "training file", required=True, stored=False),
         Option("dev", "file", "dev file (evaluated after training)", required=True, stored=False),

@@ -115,12 +115,13 @@ def finetune(
             of similar lengths, as HF's `group_by_length` (each epoch the
             examples shuffled, sorted by length within groups of at most a
             quarter of them and 50 batches, cut into batches, the batches
-            shuffled), so a batch of short examples runs short. None or
-            False (the default): batches of a random order, each cut to its
-            longest example. Off by default because where the length gives
-            the label away (long positive, short negative reviews) grouped
-            batches lean to one class and a short run can learn nothing
-            (README, "Length buckets").
+            shuffled), so a batch of short examples runs short; where each
+            example has one label (classification, regression, multiple
+            choice) each group is sorted per class, so a batch holds the
+            classes in their shares even where the length gives the label
+            away (`data.length_grouping`). None (the default): True with
+            `bucketing`. False: batches of a random order, each cut to its
+            longest example.
         validation_freq: int. Score the first dev set during training every
             this many epochs (Keras' `fit(validation_freq=...)`: the
             `val_*` curves of the logs), and after the last epoch whatever
@@ -170,7 +171,7 @@ def finetune(
     errors.check_int("seed", seed, minimum=0)
     errors.check_type("bucketing", bucketing, bool)
     if group_by_length is None:
-        group_by_length = False
+        group_by_length = bucketing
     errors.check_type("group_by_length", group_by_length, bool)
     if group_by_length and not bucketing:
         raise errors.ArgumentError(
@@ -233,7 +234,7 @@ def finetune(
     )
     # Where nothing compiles per shape, batches are cut to their longest example (`models.xla.pads_to_exact_length`).
     task.exact_lengths = bucketing and pads_to_exact_length(model)
-    log(describe_padding(sequence_length, bucketing, group_by_length, task.exact_lengths))
+    log(describe_padding(sequence_length, bucketing, group_by_length, task.exact_lengths, task.ONE_LABEL))
     fit_arguments = task.fit_arguments(train, batch_size, seed)
     decay_note = "" if layerwise_lr_decay is None else f", layer-wise decay {layerwise_lr_decay:g}"
     if model.encoder.dtype_policy.name != "float32":

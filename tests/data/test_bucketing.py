@@ -226,3 +226,48 @@ def test_training_groups_sort_a_quarter_of_the_data_at_most_as_hf_group_by_lengt
     spread = [lengths[index].max() - lengths[index].min() for _, index, _ in batches]
     everything = np.sort(lengths)[::-1]
     assert np.mean(spread) > np.mean([np.ptp(everything[i:i + 16]) for i in range(0, 203, 16)])
+
+
+@pytest.mark.parametrize("targets", [False, True])
+def test_training_groups_with_one_label_per_example_are_sorted_per_class(targets):
+    # Where the length gives the label away, a length-sorted batch holds one class; sorted per class (the k-th
+    # longest of a class's n at place (k + 0.5) / n), every batch holds the classes in their shares of its group.
+    rng = np.random.default_rng(7)
+    labels = rng.choice(3, 300, p=[0.5, 0.3, 0.2])
+    lengths = np.clip(np.round(rng.normal(8 + 12 * labels, 3)), 2, SEQUENCE_LENGTH).astype(int)
+    mask = (np.arange(SEQUENCE_LENGTH)[None] < lengths[:, None]).astype("int32")
+    inputs = {"token_ids": mask * np.arange(1, 301)[:, None], "padding_mask": mask}
+    # Regression targets: binned by rank within a group (5 bins), here in the classes' order.
+    label_values = (labels + rng.uniform(0, 0.5, 300)).astype("float32") if targets else labels.astype("int32")
+    dataset = tf.data.Dataset.from_tensor_slices((inputs, label_values))
+
+    def epoch(**options):
+        batches = bucketing.grouped_batches(dataset, 300, 15, SEQUENCE_LENGTH, shuffle=True, seed=4, **options)
+        return [inputs["token_ids"].numpy().max(axis=1) - 1 for inputs, _ in batches]
+
+    plain, stratified, random = epoch(), epoch(stratified=True), epoch(group_by_length=False)
+    assert sorted(np.concatenate(stratified)) == list(range(300))  # every example once
+    # Groups of 5 batches (300 // (4 * 15)) of the seeded shuffle's order, as plain grouping makes them.
+    order = np.concatenate([x["token_ids"].numpy().max(axis=1) - 1 for x, _ in dataset.shuffle(300, seed=4).batch(75)])
+    group_of = {index: start // 75 for start in range(0, 300, 75) for index in order[start:start + 75]}
+    strata = labels.copy()
+    if targets:  # the bin of each target's rank within its group
+        for start in range(0, 300, 75):
+            group = order[start:start + 75]
+            strata[group] = np.argsort(np.argsort(label_values[group])) * 5 // len(group)
+    for index in stratified:
+        group = order[75 * group_of[index[0]]:][:75]
+        assert {group_of[i] for i in index} == {group_of[index[0]]}
+        counts, expected = np.bincount(strata[index], minlength=5), np.bincount(strata[group], minlength=5) / 5
+        assert np.all(np.abs(counts - expected) < 2), (counts, expected)  # each class's share, to its rounding
+
+    def lean(batches):  # the mean share of a batch's largest class
+        return np.mean([np.bincount(labels[index]).max() / len(index) for index in batches])
+
+    assert lean(stratified) < 0.6 < 0.9 < lean(plain)
+    # Within each class (or bin), a batch's examples are of similar lengths: far narrower than in random batches.
+    def span(batches):
+        return np.mean([np.ptp(lengths[index][strata[index] == c]) for index in batches for c in range(5)
+                        if (strata[index] == c).sum() > 1])
+
+    assert span(stratified) < span(random) / 2

@@ -67,11 +67,12 @@ def test_classify_with_and_without_bucketing_and_bad_input(tmp_path, shared_data
 
 
 def _length_ranges(dataset):
-    """(shortest, longest) real tokens of each training batch of an epoch."""
+    """Per training batch of an epoch: {label: (shortest, longest) real tokens of that label's examples}."""
     ranges = []
-    for inputs, *_ in dataset:
-        tokens = np.asarray(inputs["padding_mask"]).sum(axis=-1)
-        ranges.append((int(tokens.min()), int(tokens.max())))
+    for inputs, labels, *_ in dataset:
+        tokens, labels = np.asarray(inputs["padding_mask"]).sum(axis=-1), np.asarray(labels)
+        ranges.append({int(label): (int(tokens[labels == label].min()), int(tokens[labels == label].max()))
+                       for label in np.unique(labels)})
     return ranges
 
 
@@ -80,7 +81,9 @@ def test_group_by_length_makes_training_batches_of_similar_lengths(tmp_path, sha
 
     write_tiny_preset(tmp_path / "P", shared_data / "vocab" / "bert_uncased_vocab.txt", max_sequence_length=64)
     words = "the market closed lower after a long day of trading and the team won the cup again".split()
-    rows = [(" ".join(words[: 1 + (i * 7) % len(words)]), "a" if i % 2 else "b") for i in range(128)]
+    # The length gives the label away: sorted by length alone, a batch would hold one class.
+    texts = [" ".join(words[: 1 + (i * 7) % len(words)]) for i in range(128)]
+    rows = [(text, "long" if len(text.split()) > 8 else "short") for text in texts]
     (tmp_path / "train.csv").write_text(_csv(rows), encoding="utf-8")
     (tmp_path / "dev.csv").write_text(_csv(rows[:8]), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
@@ -98,15 +101,18 @@ def test_group_by_length_makes_training_batches_of_similar_lengths(tmp_path, sha
     for name, flags in (("default", ""), ("grouped", "--group-by-length"), ("random", "--no-group-by-length")):
         out = _run(command.format(name, flags), capsys)
         runs[name] = seen["ranges"]
-        assert ("training batches grouped by length (--group-by-length)" in out) == (name == "grouped"), out
+        assert ("training batches grouped by length within each class (--no-group-by-length: random)" in out) == (
+            name != "random"), out
         assert json.loads((tmp_path / name / "metrics.json").read_text())["dev"]["accuracy"] >= 0
-    assert "training batches of random examples" in out
-    assert runs["default"] == runs["random"]  # off by default: the same seeded batches
-    assert len(runs["default"]) == len(runs["random"]) == 16  # every example once: 128 / 8 batches either way
-    # 128 examples, batch 8: groups of 4 batches (a quarter of the data, as HF), each sorted and cut, so a batch
-    # spans a few lengths; random batches each span most of them.
-    grouped_span = sum(high - low for low, high in runs["grouped"])
-    random_span = sum(high - low for low, high in runs["random"])
+    assert "training batches of random examples (--no-group-by-length)" in out
+    assert runs["default"] == runs["grouped"]  # on by default: the same seeded batches
+    assert len(runs["grouped"]) == len(runs["random"]) == 16  # every example once: 128 / 8 batches either way
+    # 128 examples, batch 8: groups of 4 batches (a quarter of the data, as HF), each sorted per class and cut:
+    # every batch holds both classes (64 each: 4 and 4), each spanning a few of its lengths; random batches
+    # each span most of them.
+    assert all(len(batch) == 2 for batch in runs["grouped"]), runs["grouped"]
+    grouped_span = sum(high - low for batch in runs["grouped"] for low, high in batch.values())
+    random_span = sum(high - low for batch in runs["random"] for low, high in batch.values())
     assert grouped_span < random_span / 2, (runs["grouped"], runs["random"])
     code = cli.main(shlex.split(command.format("bad", "--group-by-length --no-bucketing")))
     assert code == 2 and "group_by_length needs bucketing" in capsys.readouterr().err
