@@ -43,7 +43,8 @@ PROCESS_GC_THRESHOLDS = (50_000, 20, 20)
 # freed, and the kernel zeroes every page again at its next use. A training step frees and remakes
 # its large tensors every step (MiniLM-L6's 47 MB token-embedding gradient, AdamW's temporaries), so
 # fine-tuning it on 1,600 headlines took 1.5 million page faults and 6.5 s of system time. Kept in
-# malloc's heap (allocations up to 1 GiB, the heap's top given back past 2 GiB free), they are reused.
+# malloc's heap (allocations up to 1 GiB, the heap's top given back past 2 GiB free), they are reused:
+# 0.4 million faults, 3 s, the whole run an eighth shorter; peak memory 1.44 -> 1.65 GB (blocks kept).
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 PROCESS_MALLOC_OPTIONS = ((M_MMAP_THRESHOLD, 1 << 30), (M_TRIM_THRESHOLD, (1 << 31) - 1))
 # Optional integrations that importing TensorFlow loads and no command uses: (the importing
