@@ -2,11 +2,13 @@
 whole run of every implementation on a made-up HF checkpoint (large: one process each)."""
 
 import json
-import shutil
+import pathlib
+
+import numpy as np
 import pytest
 
 from keras_bert_app import cli
-from keras_bert_app.benchmark import finetune_data, finetune_suite
+from keras_bert_app.benchmark import finetune_data, finetune_suite, finetune_worker
 
 
 def test_datasets_are_fixed_samples_of_real_text(tmp_path):
@@ -80,8 +82,9 @@ def test_tiny_whole_run_of_every_implementation(tmp_path, shared_data, monkeypat
                                      intermediate_size=32, max_position_embeddings=64)
     transformers.BertModel(config).save_pretrained(checkpoint)
     vocabulary = shared_data / "vocab" / "bert_uncased_vocab.txt"
-    transformers.BertTokenizerFast(str(vocabulary)).save_pretrained(checkpoint)  # keras-hub reads its config
-    shutil.copy(vocabulary, checkpoint / "vocab.txt")
+    # transformers 5 saves tokenizer.json alone: ours and keras-hub read its vocabulary (`keras_hub_checkpoint`).
+    transformers.BertTokenizerFast(str(vocabulary)).save_pretrained(checkpoint)
+    assert not (checkpoint / "vocab.txt").exists()
     monkeypatch.chdir(tmp_path)
     code = cli.main(["bench", "--task", "finetune", "--checkpoint", str(checkpoint), "--datasets", "headlines",
                      "--train-size", "24", "--dev-size", "16", "--batch-size", "8", "--sequence-length", "64",
@@ -102,3 +105,29 @@ def test_tiny_whole_run_of_every_implementation(tmp_path, shared_data, monkeypat
     rows = json.loads((tmp_path / "bench_finetune.json").read_text())["rows"]
     assert [row["implementation"] for row in rows] == ["ours", "ours-mixed-precision", "hf-grouped-bf16"]
     assert all(0 <= row["accuracy"] <= 1 and row["seconds"] > 0 and "error" not in row for row in rows)
+
+
+def test_keras_hub_reads_a_transformers_5_checkpoint_through_a_vocab_txt_made_of_its_tokenizer_json(
+        tmp_path, monkeypatch):
+    """transformers 5 saves the tokenizer as tokenizer.json only; keras-hub's HF loader wants a vocab.txt."""
+    transformers = pytest.importorskip("transformers")
+    keras_hub = pytest.importorskip("keras_hub")
+    from tests.convert.checkpoints import write_huggingface
+
+    monkeypatch.setenv("KERAS_BERT_APP_CACHE", str(tmp_path / "cache"))
+    checkpoint = write_huggingface(tmp_path / "hf")
+    vocabulary = (checkpoint / "vocab.txt").rename(tmp_path / "vocab.txt")
+    reference = transformers.BertTokenizer(vocab=str(vocabulary))
+    reference.save_pretrained(str(checkpoint))
+    files = sorted(path.name for path in checkpoint.iterdir())
+    spec = {"checkpoint": str(checkpoint), "output": str(tmp_path / "run")}
+    view = pathlib.Path(finetune_worker.keras_hub_checkpoint(spec))
+    assert view != checkpoint and (view / "vocab.txt").read_text() == vocabulary.read_text()
+    assert sorted(path.name for path in checkpoint.iterdir()) == files  # the checkpoint is left as it is
+    preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(str(view), sequence_length=8)
+    ids = np.asarray(preprocessor(["word3 word7 word12"])["token_ids"])
+    np.testing.assert_array_equal(ids, reference(["word3 word7 word12"], padding="max_length", max_length=8)["input_ids"])
+    assert finetune_worker.keras_hub_checkpoint(spec) == str(view)  # a second call reuses the folder
+    # A checkpoint with its vocab.txt is read as it is.
+    (checkpoint / "vocab.txt").write_text(vocabulary.read_text())
+    assert finetune_worker.keras_hub_checkpoint(spec) == str(checkpoint)

@@ -13,7 +13,8 @@ evaluating.
     ours-random-batches  the same with `--no-group-by-length`: training batches of random examples, each
                        cut to its longest (the default groups them by length: see `kba.finetune`)
     keras-hub          `BertTextClassifier.from_preset` with its own preprocessor at the max length, `fit`
-                       with its compile defaults (Adam at the learning rate), then `predict`
+                       with its compile defaults (Adam at the learning rate), then `predict` (a checkpoint
+                       saved by transformers 5 gets the vocab.txt keras-hub wants: `keras_hub_checkpoint`)
     hf-grouped         transformers `BertForSequenceClassification` + torch: `DataCollatorWithPadding`
                        (each batch padded to its longest) and `get_length_grouped_indices` (`group_by_length`)
     hf-padded          the same, every batch padded to the max length, random order
@@ -60,6 +61,31 @@ def ours_result(spec):
     return {"accuracy": metrics["dev"]["accuracy"], "train_seconds": metrics["train_seconds"]}
 
 
+def keras_hub_checkpoint(spec):
+    """The checkpoint folder as keras-hub can read it.
+
+    keras-hub's HF loader reads the vocabulary from a `vocab.txt`, which
+    transformers 5 no longer saves (its `save_pretrained` writes the
+    tokenizer as `tokenizer.json`). For such a checkpoint: a folder in the
+    run's output of links to its files, plus the `vocab.txt` made of its
+    `tokenizer.json` (`convert.resolve.derived_file`, as ours reads it).
+    """
+    import pathlib
+
+    folder = pathlib.Path(spec["checkpoint"])
+    if (folder / "vocab.txt").is_file() or not (folder / "tokenizer.json").is_file():
+        return str(folder)
+    from keras_bert_app.convert.resolve import derived_file
+
+    view = pathlib.Path(spec["output"]) / "keras_hub_checkpoint"
+    view.mkdir(parents=True, exist_ok=True)
+    for path in folder.iterdir():
+        if not (view / path.name).exists():
+            (view / path.name).symlink_to(path.resolve())
+    (view / "vocab.txt").write_bytes(derived_file(folder / "tokenizer.json", "vocab.txt").read_bytes())
+    return str(view)
+
+
 def run_keras_hub(spec):
     import time
 
@@ -73,11 +99,12 @@ def run_keras_hub(spec):
     texts, labels = read_csv(spec["train"])
     dev_texts, dev_labels = read_csv(spec["dev"])
     names = sorted(set(labels))
+    checkpoint = keras_hub_checkpoint(spec)
     preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(
-        spec["checkpoint"], sequence_length=spec["sequence_length"]
+        checkpoint, sequence_length=spec["sequence_length"]
     )
     classifier = keras_hub.models.BertTextClassifier.from_preset(
-        spec["checkpoint"], num_classes=len(names), preprocessor=preprocessor
+        checkpoint, num_classes=len(names), preprocessor=preprocessor
     )
     classifier.compile(optimizer=keras.optimizers.Adam(spec["learning_rate"]))
     started = time.perf_counter()

@@ -22,6 +22,7 @@ from keras_bert_app import presets
 from keras_bert_app.convert import weight_map
 from keras_bert_app.convert.weight_map import ConversionError
 from keras_bert_app.preprocessing.sentencepiece_model import CONTROL, NORMAL, UNKNOWN
+from keras_bert_app.preprocessing.vocabulary import check_vocabulary
 
 TOKENIZER_FILE = "tokenizer.json"
 SENTENCEPIECE_FILE = "spiece.model"
@@ -120,7 +121,9 @@ def file_bytes(path, name):
     """The bytes of our tokenizer file `name` (`vocab.txt` or `spiece.model`) made of the `tokenizer.json` at `path`."""
     if name == SENTENCEPIECE_FILE:
         return sentencepiece_model(path)
-    return "".join(f"{token}\n" for token in weight_map.tokenizer_json_vocabulary(path)).encode("utf-8")
+    tokens = weight_map.tokenizer_json_vocabulary(path)
+    check_vocabulary(tokens, f"{path} (its WordPiece vocabulary)")  # before the cache holds a bad copy
+    return "".join(f"{token}\n" for token in tokens).encode("utf-8")
 
 
 def _normalizer_steps(path, normalizer):

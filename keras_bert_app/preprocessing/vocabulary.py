@@ -22,8 +22,9 @@ def read_vocabulary(vocabulary):
 
     Raises:
         VocabularyError: naming the file (or "vocabulary list") and the problem:
-            an unreadable file, an empty line, a duplicate token, or a missing
-            special token (`[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`).
+            an unreadable file, an empty line, a duplicate token, a missing
+            special token (`[PAD]`, `[UNK]`, `[CLS]`, `[SEP]`, `[MASK]`), or
+            nothing but bracketed special tokens (no word piece).
     """
     if isinstance(vocabulary, (str, pathlib.Path)):
         source = str(vocabulary)
@@ -79,6 +80,17 @@ def check_vocabulary(tokens, source="vocabulary list"):
             f"{source}: missing special token(s) {', '.join(missing)} "
             f"(a BERT vocabulary must hold all of {', '.join(SPECIAL_TOKENS)})"
         )
+    if all(_bracketed(token) for token in tokens):
+        # tensorflow-text's WordPiece drops such tokens (text is split at "[" and "]") and fails on none left.
+        raise VocabularyError(
+            f"{source}: all {len(tokens)} tokens are bracketed special tokens ({', '.join(tokens[:6])}"
+            f"{', ...' if len(tokens) > 6 else ''}); a WordPiece vocabulary needs word pieces (words, ##-pieces) "
+            "to split text into"
+        )
+
+
+def _bracketed(token):
+    return len(token) > 2 and token.startswith("[") and token.endswith("]")
 
 
 def write_vocabulary(tokens, path):

@@ -203,3 +203,26 @@ def test_a_transformers_5_folder_without_vocab_txt_is_a_preset(tmp_path, monkeyp
     (source / "tokenizer.json").write_text(json.dumps(tokenizer))
     with pytest.raises(ConversionError, match="tokenizer.json: vocabulary has 29 tokens"):
         BertPreprocessor.from_preset(source)
+
+
+def test_a_tokenizer_json_of_special_tokens_only_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    """`BertTokenizerFast(vocab_file=...)` in transformers 5 keeps only the special tokens (it wants `vocab=`); a
+    checkpoint saved with one has no word pieces, which tensorflow-text refuses deep inside: named here instead."""
+    transformers = pytest.importorskip("transformers")
+    monkeypatch.setenv("KERAS_BERT_APP_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "hf"
+    _huggingface("BertModel", source, vocab_size=5)
+    (source / "vocab.txt").unlink()
+    specials = tmp_path / "specials.txt"
+    specials.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
+    transformers.BertTokenizer(vocab=str(specials)).save_pretrained(str(source))
+    data = tmp_path / "train.csv"
+    data.write_text("text,label\nword1 word2,a\nword3,b\n", encoding="utf-8")
+    capsys.readouterr()
+    argv = ["finetune", "classify", "--preset", source, "--train", data, "--dev", data, "--text-column", "text",
+            "--label-column", "label", "--output", tmp_path / "run", "--epochs", "1", "--sequence-length", "16"]
+    assert cli.main([str(argument) for argument in argv]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0
+    assert f"{source / 'tokenizer.json'} (its WordPiece vocabulary): all 5 tokens are bracketed special tokens" in error
+    assert not (tmp_path / "cache" / "vocabularies").exists() or not any((tmp_path / "cache" / "vocabularies").rglob("vocab.txt"))

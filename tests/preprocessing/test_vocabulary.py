@@ -58,3 +58,12 @@ def test_list_is_checked_too():
         read_vocabulary(["[PAD]", "[UNK]"])
     with pytest.raises(VocabularyError, match="entry 5 is int"):
         read_vocabulary(list(SPECIAL_TOKENS) + [5])
+
+
+@pytest.mark.parametrize("extra", [[], ["[unused0]", "[unused1]"]])
+def test_only_special_tokens_names_the_file(tmp_path, extra):
+    path = write(tmp_path, list(SPECIAL_TOKENS) + extra)
+    with pytest.raises(VocabularyError, match="are bracketed special tokens") as error:
+        read_vocabulary(path)
+    assert str(path) in str(error.value) and f"all {5 + len(extra)} tokens" in str(error.value)
+    assert read_vocabulary(write(tmp_path, list(SPECIAL_TOKENS) + extra + ["##a"], "ok.txt"))[-1] == "##a"
