@@ -17,7 +17,7 @@ example itself (`exact_lengths`), as HF's `DataCollatorWithPadding` does.
 
 from keras_bert_app import errors
 from keras_bert_app.data.length_grouping import (  # noqa: F401 (GROUP_BATCHES, group_batches: part of this API)
-    GROUP_BATCHES, example_lengths, group_batches, sort_by_length, sort_stratified,
+    GROUP_BATCHES, TARGET_BINS, example_lengths, group_batches, sort_by_length, sort_stratified,
 )
 
 SMALLEST_BUCKET = 8
@@ -74,13 +74,20 @@ def batch_lengths(sequence_length):
     )
 
 
-def describe(sequence_length, bucketing=True, group_by_length=None, exact_lengths=False, stratified=False):
-    """One line for a run's log: how its batches are padded (and, for training, made: `group_by_length` not None)."""
+def describe(sequence_length, bucketing=True, group_by_length=None, exact_lengths=False, stratified=False,
+             regression=False):
+    """One line for a run's log: how its batches are padded (and, for training, made: `group_by_length` not None).
+
+    `stratified`: grouped per class (`length_grouping.sort_stratified`); per bin of the targets with `regression`.
+    """
     if not bucketing:
         return f"Padding every batch to {sequence_length} tokens (no bucketing)."
+    within = ""
+    if stratified:
+        within = f" within each of {TARGET_BINS} bins of the targets by rank" if regression else " within each class"
     batches = {
         None: "",
-        True: ", training batches grouped by length" + (" within each class" if stratified else "")
+        True: ", training batches grouped by length" + within
         + " (--no-group-by-length: random)",
         False: ", training batches of random examples (--no-group-by-length), evaluation batches grouped by length",
     }[group_by_length]

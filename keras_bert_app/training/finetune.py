@@ -234,7 +234,8 @@ def finetune(
     )
     # Where nothing compiles per shape, batches are cut to their longest example (`models.xla.pads_to_exact_length`).
     task.exact_lengths = bucketing and pads_to_exact_length(model)
-    log(describe_padding(sequence_length, bucketing, group_by_length, task.exact_lengths, task.ONE_LABEL))
+    log(describe_padding(sequence_length, bucketing, group_by_length, task.exact_lengths, task.ONE_LABEL,
+                         regression=getattr(model, "num_classes", None) == 1))
     fit_arguments = task.fit_arguments(train, batch_size, seed)
     decay_note = "" if layerwise_lr_decay is None else f", layer-wise decay {layerwise_lr_decay:g}"
     if model.encoder.dtype_policy.name != "float32":
