@@ -127,7 +127,10 @@ def test_keras_hub_reads_a_transformers_5_checkpoint_through_a_vocab_txt_made_of
     preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(str(view), sequence_length=8)
     ids = np.asarray(preprocessor(["word3 word7 word12"])["token_ids"])
     np.testing.assert_array_equal(ids, reference(["word3 word7 word12"], padding="max_length", max_length=8)["input_ids"])
-    assert finetune_worker.keras_hub_checkpoint(spec) == str(view)  # a second call reuses the folder
+    # A second call (a reused workdir) makes the folder anew: nothing of an earlier checkpoint stays.
+    (view / "pytorch_model.bin").write_bytes(b"another checkpoint's weights")
+    assert finetune_worker.keras_hub_checkpoint(spec) == str(view)
+    assert sorted(path.name for path in view.iterdir()) == sorted(files + ["vocab.txt"])
     # A checkpoint with its vocab.txt is read as it is.
     (checkpoint / "vocab.txt").write_text(vocabulary.read_text())
     assert finetune_worker.keras_hub_checkpoint(spec) == str(checkpoint)

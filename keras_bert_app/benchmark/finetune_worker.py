@@ -71,6 +71,7 @@ def keras_hub_checkpoint(spec):
     `tokenizer.json` (`convert.resolve.derived_file`, as ours reads it).
     """
     import pathlib
+    import shutil
 
     folder = pathlib.Path(spec["checkpoint"])
     if (folder / "vocab.txt").is_file() or not (folder / "tokenizer.json").is_file():
@@ -78,10 +79,10 @@ def keras_hub_checkpoint(spec):
     from keras_bert_app.convert.resolve import derived_file
 
     view = pathlib.Path(spec["output"]) / "keras_hub_checkpoint"
-    view.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(view, ignore_errors=True)  # made anew: a reused workdir may hold another checkpoint's links
+    view.mkdir(parents=True)
     for path in folder.iterdir():
-        if not (view / path.name).exists():
-            (view / path.name).symlink_to(path.resolve())
+        (view / path.name).symlink_to(path.resolve())
     (view / "vocab.txt").write_bytes(derived_file(folder / "tokenizer.json", "vocab.txt").read_bytes())
     return str(view)
 
