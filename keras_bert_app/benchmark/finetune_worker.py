@@ -12,11 +12,15 @@ evaluating.
     ours-no-bucketing  the same with `--no-bucketing`: every batch padded to the max length
     ours-random-batches  the same with `--no-group-by-length`: training batches of random examples, each
                        cut to its longest (the default groups them by length: see `kba.finetune`)
-    keras-hub          `BertTextClassifier.from_preset` with its own preprocessor at the max length, `fit`
-                       with its compile defaults (Adam at the learning rate), then `predict` (a checkpoint
-                       saved by transformers 5 gets the vocab.txt keras-hub wants: `keras_hub_checkpoint`)
-    hf-grouped         transformers `BertForSequenceClassification` + torch: `DataCollatorWithPadding`
-                       (each batch padded to its longest) and `get_length_grouped_indices` (`group_by_length`)
+    keras-hub          `TextClassifier.from_preset` (`BertTextClassifier` for a BERT checkpoint such as
+                       MiniLM, `AlbertTextClassifier` for ALBERT) with its own preprocessor at the max
+                       length, `fit` with its compile defaults (Adam at the learning rate), then `predict`
+                       (a checkpoint saved by transformers 5 gets the vocab.txt or spiece.model keras-hub
+                       wants: `keras_hub_checkpoint`)
+    hf-grouped         transformers `AutoModelForSequenceClassification` (the checkpoint's own class:
+                       `BertForSequenceClassification` for BERT, ELECTRA's and ALBERT's for theirs: see
+                       `hf_classifier`) + torch: `DataCollatorWithPadding` (each batch padded to its
+                       longest) and `get_length_grouped_indices` (`group_by_length`)
     hf-padded          the same, every batch padded to the max length, random order
 
 Not in the default run, for the bfloat16 side by side (`--implementations`):
@@ -64,26 +68,32 @@ def ours_result(spec):
 def keras_hub_checkpoint(spec):
     """The checkpoint folder as keras-hub can read it.
 
-    keras-hub's HF loader reads the vocabulary from a `vocab.txt`, which
+    keras-hub's HF loader reads the tokenizer from a `vocab.txt` (BERT's
+    WordPiece) or a `spiece.model` (ALBERT's SentencePiece), which
     transformers 5 no longer saves (its `save_pretrained` writes the
     tokenizer as `tokenizer.json`). For such a checkpoint: a folder in the
-    run's output of links to its files, plus the `vocab.txt` made of its
+    run's output of links to its files, plus the file made of its
     `tokenizer.json` (`convert.resolve.derived_file`, as ours reads it).
     """
     import pathlib
     import shutil
 
     folder = pathlib.Path(spec["checkpoint"])
-    if (folder / "vocab.txt").is_file() or not (folder / "tokenizer.json").is_file():
+    if not (folder / "tokenizer.json").is_file():
         return str(folder)
     from keras_bert_app.convert.resolve import derived_file
+    from keras_bert_app.convert.tokenizer_json import SENTENCEPIECE_FILE, is_unigram
+
+    name = SENTENCEPIECE_FILE if is_unigram(folder / "tokenizer.json") else "vocab.txt"
+    if (folder / name).is_file():
+        return str(folder)
 
     view = pathlib.Path(spec["output"]) / "keras_hub_checkpoint"
     shutil.rmtree(view, ignore_errors=True)  # made anew: a reused workdir may hold another checkpoint's links
     view.mkdir(parents=True)
     for path in folder.iterdir():
         (view / path.name).symlink_to(path.resolve())
-    (view / "vocab.txt").write_bytes(derived_file(folder / "tokenizer.json", "vocab.txt").read_bytes())
+    (view / name).write_bytes(derived_file(folder / "tokenizer.json", name).read_bytes())
     return str(view)
 
 
@@ -101,10 +111,11 @@ def run_keras_hub(spec):
     dev_texts, dev_labels = read_csv(spec["dev"])
     names = sorted(set(labels))
     checkpoint = keras_hub_checkpoint(spec)
-    preprocessor = keras_hub.models.BertTextClassifierPreprocessor.from_preset(
+    # The base classes pick the checkpoint's own (BertTextClassifier for BERT, AlbertTextClassifier for ALBERT).
+    preprocessor = keras_hub.models.TextClassifierPreprocessor.from_preset(
         checkpoint, sequence_length=spec["sequence_length"]
     )
-    classifier = keras_hub.models.BertTextClassifier.from_preset(
+    classifier = keras_hub.models.TextClassifier.from_preset(
         checkpoint, num_classes=len(names), preprocessor=preprocessor
     )
     classifier.compile(optimizer=keras.optimizers.Adam(spec["learning_rate"]))
@@ -117,6 +128,22 @@ def run_keras_hub(spec):
     logits = classifier.predict(dev_texts, batch_size=spec["batch_size"], verbose=0)
     accuracy = float(np.mean(np.asarray(logits).argmax(-1) == np.array([names.index(label) for label in dev_labels])))
     return {"accuracy": accuracy, "train_seconds": round(train_seconds, 1)}
+
+
+def hf_classifier(checkpoint, num_labels):
+    """`(tokenizer, model)`: transformers' classifier of the checkpoint's own architecture, with its weights.
+
+    `AutoModelForSequenceClassification` picks the class of the checkpoint's
+    `model_type` (BERT's, ELECTRA's, ALBERT's): `BertForSequenceClassification`
+    on an ELECTRA folder would load none of its weights, silently under
+    transformers' error-only logging (their names differ), and time a
+    randomly initialised model.
+    """
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(checkpoint)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(checkpoint, num_labels=num_labels)
+    return tokenizer, model
 
 
 def run_hf(spec, grouped, bf16=False):
@@ -134,16 +161,15 @@ def run_hf(spec, grouped, bf16=False):
     texts, labels = read_csv(spec["train"])
     dev_texts, dev_labels = read_csv(spec["dev"])
     names = sorted(set(labels))
-    tokenizer = transformers.BertTokenizerFast.from_pretrained(spec["checkpoint"])
-    model = transformers.BertForSequenceClassification.from_pretrained(spec["checkpoint"], num_labels=len(names))
+    tokenizer, model = hf_classifier(spec["checkpoint"], len(names))
     padding = "longest" if grouped else "max_length"
     collator = transformers.DataCollatorWithPadding(tokenizer, padding=padding, max_length=spec["sequence_length"])
 
     def encode(rows, row_labels):
+        # What the checkpoint's tokenizer gives (transformers 5's ALBERT tokenizer gives no token_type_ids).
         encoded = tokenizer(rows, max_length=spec["sequence_length"], truncation=True)
-        return [{"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "labels": names.index(label)}
-                for ids, types, mask, label in zip(encoded["input_ids"], encoded["token_type_ids"],
-                                                   encoded["attention_mask"], row_labels)]
+        return [{**{key: values[index] for key, values in encoded.items()}, "labels": names.index(label)}
+                for index, label in enumerate(row_labels)]
 
     train, dev = encode(texts, labels), encode(dev_texts, dev_labels)
     batch_size = spec["batch_size"]
