@@ -34,9 +34,10 @@ def _model(args):
     from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 
     if args.preset:
-        from keras_bert_app import presets
+        from keras_bert_app.convert.resolve import resolve_preset
 
-        weights = presets.weights_path(args.preset) is not None if pathlib.Path(args.preset).is_dir() else False
+        # A folder's weights: ours (model.weights.h5) or a foreign checkpoint's (an HF folder's safetensors).
+        weights = pathlib.Path(args.preset).is_dir() and resolve_preset(args.preset).has_weights
         encoder = BertEncoder.from_preset(args.preset, load_weights=weights)
         tokenizer_preset = args.preset
         name = f"{args.preset} ({'its weights' if weights else 'fresh weights'})"
@@ -51,7 +52,8 @@ def _model(args):
     return BertClassifier(encoder, num_classes=2), preprocessor, name
 
 
-def main():
+def main(argv=None):
+    """Prints the table; returns its rows: `{"words", "tokens", "dynamic_p50", "fixed_p50", "max_difference"}` each."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default=None, help="built-in name (fresh weights) or preset/HF folder; default: the sizes below")
     parser.add_argument("--layers", type=int, default=6)
@@ -61,7 +63,7 @@ def main():
     parser.add_argument("--sequence-length", type=int, default=512, help="S of the fixed export (default 512)")
     parser.add_argument("--repeats", type=int, default=30, help="timed calls per request and export")
     parser.add_argument("--corpus", default=str(CORPUS), help="text the requests are cut from")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     import keras
     import numpy as np
@@ -73,6 +75,7 @@ def main():
     keras.utils.set_random_seed(0)
     model, preprocessor, name = _model(args)
     texts = _request_texts(args.corpus, WORDS)
+    rows = []
     with tempfile.TemporaryDirectory() as folder:
         signatures = {}
         for kind, bucketing in (("dynamic", True), ("fixed", False)):
@@ -102,7 +105,10 @@ def main():
             difference = float(np.abs(outputs["dynamic"] - outputs["fixed"]).max())
             print(f"{f'{count} words':>9} {tokens:>6} {p50['dynamic']:>8.1f} {p95['dynamic']:>8.1f} "
                   f"{p50['fixed']:>8.1f} {p95['fixed']:>8.1f} {p50['fixed'] / p50['dynamic']:>11.2f}x {difference:>10.1e}")
+            rows.append({"words": count, "tokens": tokens, "dynamic_p50": p50["dynamic"], "fixed_p50": p50["fixed"],
+                         "max_difference": difference})
         print("(latency in ms: the SavedModel's serving_default, tokenization included)")
+    return rows
 
 
 if __name__ == "__main__":
