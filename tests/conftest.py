@@ -9,6 +9,16 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 
 
+def load_tool(name):
+    """The module of `tools/<name>.py` (not a package): its `main(argv)` is the script's command line."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def shared_data():
     """../shared/data: the real vocabularies and the Wikipedia sample."""

@@ -1,15 +1,10 @@
 """`tools/run_tests.py`: which tests each backend runs."""
 
-import importlib.util
-
-from tests.conftest import REPO_ROOT
+from tests.conftest import load_tool
 
 
 def _runner():
-    spec = importlib.util.spec_from_file_location("run_tests", REPO_ROOT / "tools" / "run_tests.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("run_tests")
 
 
 def _marker(command):

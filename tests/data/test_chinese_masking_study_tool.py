@@ -1,21 +1,16 @@
 """`python tools/chinese_masking_study.py` run as its command line, tiny (2 pretraining steps, 40 reviews): the three
 maskings pretrained on the same data and fine-tuned with the same seeds, then the table (large: about 2 minutes)."""
 
-import importlib.util
-
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import load_tool
 
 
 @pytest.mark.large
 def test_the_study_pretrains_each_masking_and_writes_the_table(tmp_path, capsys):
     pytest.importorskip("jieba")
     pytest.importorskip("snownlp")
-    spec = importlib.util.spec_from_file_location("chinese_masking_study",
-                                                  REPO_ROOT / "tools" / "chinese_masking_study.py")
-    study = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(study)
+    study = load_tool("chinese_masking_study")
     output = tmp_path / "study"
     assert study.main(["--output", str(output), "--steps", "2", "--max-reviews", "40", "--quiet"]) == 0
     table = (output / "table.md").read_text(encoding="utf-8")

@@ -1,10 +1,8 @@
 """`python tools/benchmark_serving.py` (issue 19's serving latency), run as its command line on a tiny encoder."""
 
-import importlib.util
-
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import load_tool
 
 pytestmark = pytest.mark.usefixtures("shared_data")  # its requests are cut from the Wikipedia sample
 
@@ -12,15 +10,8 @@ TINY = ["--layers", "1", "--hidden", "16", "--heads", "2", "--intermediate", "32
         "--repeats", "2"]
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location("benchmark_serving", REPO_ROOT / "tools" / "benchmark_serving.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_both_exports_answer_each_request_alike_and_the_short_one_runs_short(capsys):
-    rows = _tool().main(TINY)
+    rows = load_tool("benchmark_serving").main(TINY)
     out = capsys.readouterr().out
     assert [row["words"] for row in rows] == [10, 60, 300]
     # A 10-word request is well under S; the 300-word one is cut to S (64).
@@ -34,6 +25,6 @@ def test_an_hf_folder_is_served_with_its_weights(tmp_path, capsys):
     from tests.convert.checkpoints import write_huggingface
 
     folder = write_huggingface(tmp_path / "hf")
-    rows = _tool().main(["--preset", str(folder), "--sequence-length", "32", "--repeats", "1"])
+    rows = load_tool("benchmark_serving").main(["--preset", str(folder), "--sequence-length", "32", "--repeats", "1"])
     assert f"{folder} (its weights), S=32" in capsys.readouterr().out
     assert all(row["max_difference"] <= 1e-5 for row in rows)

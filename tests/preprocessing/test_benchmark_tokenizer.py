@@ -1,11 +1,9 @@
 """tools/benchmark_tokenizer.py runs end to end on a small corpus (TensorFlow only)."""
 
-import importlib.util
-
 import keras
 import pytest
 
-from tests.conftest import REPO_ROOT
+from tests.conftest import load_tool
 
 pytest.importorskip("tokenizers")
 pytestmark = pytest.mark.skipif(
@@ -16,11 +14,7 @@ pytestmark = pytest.mark.skipif(
 def test_benchmark_checks_ids_and_prints_ratios(tmp_path, enwiki_lines, capsys):
     corpus = tmp_path / "small.txt"
     corpus.write_text("\n".join(enwiki_lines[:60]), encoding="utf-8")
-    spec = importlib.util.spec_from_file_location(
-        "benchmark_tokenizer", REPO_ROOT / "tools" / "benchmark_tokenizer.py"
-    )
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = load_tool("benchmark_tokenizer")
     status = benchmark.main([
         "--corpus", str(corpus), "--only", "cased", "--repeats", "1", "--single-lines", "3",
         "--skip-keras-hub",

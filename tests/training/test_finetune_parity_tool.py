@@ -1,20 +1,12 @@
 """`python tools/finetune_parity.py` run as its command line on a tiny HF BERT with random weights: ours (through
 `keras-bert-app finetune classify`) and HF's torch loop, in lockstep and per seed."""
 
-import importlib.util
 import json
 import shutil
 
 import pytest
 
-from tests.conftest import REPO_ROOT
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("finetune_parity", REPO_ROOT / "tools" / "finetune_parity.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.conftest import load_tool
 
 
 def test_lockstep_losses_learning_rates_and_seeds_agree_with_hf(tmp_path, shared_data, capsys):
@@ -27,7 +19,7 @@ def test_lockstep_losses_learning_rates_and_seeds_agree_with_hf(tmp_path, shared
     transformers.BertModel(config).save_pretrained(str(checkpoint))
     shutil.copyfile(shared_data / "vocab" / "bert_uncased_vocab.txt", checkpoint / "vocab.txt")
     figures = tmp_path / "parity.json"
-    code = _tool().main(["--datasets", "headlines", "--seeds", "0", "--train-size", "48", "--dev-size", "16",
+    code = load_tool("finetune_parity").main(["--datasets", "headlines", "--seeds", "0", "--train-size", "48", "--dev-size", "16",
                          "--batch-size", "16", "--learning-rate", "1e-3", "--lockstep", "3", "--checkpoint",
                          str(checkpoint), "--output", str(tmp_path / "runs"), "--json", str(figures)])
     out = capsys.readouterr().out
