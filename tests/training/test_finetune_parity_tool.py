@@ -33,3 +33,15 @@ def test_lockstep_losses_learning_rates_and_seeds_agree_with_hf(tmp_path, shared
     assert lockstep["agreement"] == 1.0 and lockstep["max_logit_difference"] < 1e-3
     assert 0 <= record["ours"]["0"] <= 1 and 0 <= record["hf"]["0"] <= 1
     assert "seed 0:  ours" in out and "lockstep after 3 steps" in out
+
+
+def test_a_checkpoint_of_another_architecture_is_refused_in_one_line(tmp_path, capsys):
+    """HF's side is BertForSequenceClassification, which would load none of an ELECTRA folder's weights, silently."""
+    folder = tmp_path / "electra"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "electra"}))
+    with pytest.raises(SystemExit) as raised:
+        load_tool("finetune_parity").main(["--checkpoint", str(folder), "--datasets", "headlines", "--seeds", "0"])
+    assert raised.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert f"--checkpoint {folder}: config.json has model_type 'electra'" in err[-1]
