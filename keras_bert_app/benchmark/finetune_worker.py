@@ -72,8 +72,8 @@ def keras_hub_checkpoint(spec):
     WordPiece) or a `spiece.model` (ALBERT's SentencePiece), which
     transformers 5 no longer saves (its `save_pretrained` writes the
     tokenizer as `tokenizer.json`). For such a checkpoint: a folder in the
-    run's output of links to its files, plus the file made of its
-    `tokenizer.json` (`convert.resolve.derived_file`, as ours reads it).
+    run's output of links to its files, plus the file ours reads in its
+    place (`convert.resolve`: made of the `tokenizer.json`, cached).
     """
     import pathlib
     import shutil
@@ -81,19 +81,21 @@ def keras_hub_checkpoint(spec):
     folder = pathlib.Path(spec["checkpoint"])
     if not (folder / "tokenizer.json").is_file():
         return str(folder)
-    from keras_bert_app.convert.resolve import derived_file
-    from keras_bert_app.convert.tokenizer_json import SENTENCEPIECE_FILE, is_unigram
+    from keras_bert_app.convert.resolve import resolve_preset
 
-    name = SENTENCEPIECE_FILE if is_unigram(folder / "tokenizer.json") else "vocab.txt"
+    resolved = resolve_preset(folder)
+    sentencepiece = resolved.config.get("tokenizer", {}).get("type") == "sentencepiece"
+    name = "spiece.model" if sentencepiece else "vocab.txt"
     if (folder / name).is_file():
         return str(folder)
+    derived = resolved.sentencepiece_model_path if sentencepiece else resolved.vocabulary_path
 
     view = pathlib.Path(spec["output"]) / "keras_hub_checkpoint"
     shutil.rmtree(view, ignore_errors=True)  # made anew: a reused workdir may hold another checkpoint's links
     view.mkdir(parents=True)
     for path in folder.iterdir():
         (view / path.name).symlink_to(path.resolve())
-    (view / name).write_bytes(derived_file(folder / "tokenizer.json", name).read_bytes())
+    (view / name).write_bytes(derived.read_bytes())
     return str(view)
 
 

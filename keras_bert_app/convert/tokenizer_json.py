@@ -49,11 +49,6 @@ class UnigramTokenizer:
     strip_accents: bool
 
 
-def is_unigram(path):
-    """Whether the `tokenizer.json` at `path` is a Unigram (SentencePiece: ALBERT's) tokenizer, not WordPiece."""
-    return (_read_json(pathlib.Path(path)).get("model") or {}).get("type") == "Unigram"
-
-
 def read_unigram(path):
     """The Unigram tokenizer of `path`, checked: `ConversionError` naming the field that we cannot reproduce."""
     path = pathlib.Path(path)
