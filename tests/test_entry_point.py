@@ -149,3 +149,43 @@ def test_the_process_reuses_the_memory_of_a_freed_large_tensor(tmp_path):
     assert min(faults("plain")) > 10_000
     # The console script's process keeps it in malloc's heap and reuses those pages.
     assert max(faults("process")) < 500
+
+
+def test_the_librarys_own_warnings_are_one_line_naming_the_command(tmp_path):
+    # An HF masked-LM folder has no pooler: `convert` warns that it keeps fresh weights. A user reads one line,
+    # not Python's "file:line: UserWarning:" and the source line that issued it.
+    from tests.convert.checkpoints import TINY, huggingface_tensors, write_huggingface
+
+    tensors = {name: value for name, value in huggingface_tensors(TINY).items() if "pooler" not in name}
+    source = write_huggingface(tmp_path / "hf", tensors=tensors, architecture="BertForMaskedLM")
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_bert_app.commands.main", "convert", "--from", "huggingface", str(source),
+         "--output", str(tmp_path / "out")], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "pooler" in line]
+    assert lines == [f"keras-bert-app convert: warning: {source / 'model.safetensors'} has no tensors for our pooler "
+                     "(a masked-LM or task checkpoint): those keep fresh weights."]
+    assert "UserWarning" not in result.stderr and "warnings.warn" not in result.stderr
+
+
+def test_other_packages_warnings_keep_pythons_format(monkeypatch):
+    import warnings
+
+    original, shown = warnings.formatwarning, []
+    monkeypatch.setattr(entry, "command_module", lambda name: type("M", (), {"run": staticmethod(
+        lambda args: shown.append(warnings.formatwarning("deprecated", FutureWarning, "/elsewhere/lib.py", 3, "x()"))
+    )}))
+    monkeypatch.setattr(entry, "build_parser", lambda: _parser_with("summary"))
+    assert entry.main(["summary"]) == 0
+    assert shown == ["/elsewhere/lib.py:3: FutureWarning: deprecated\n  x()\n"]
+    assert warnings.formatwarning is original  # restored when the command returns
+
+
+def _parser_with(name):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("command")
+    parser.set_defaults(_command=name)
+    return parser

@@ -2,17 +2,22 @@
 
 Errors of the library (`keras_bert_app.errors`, and the built-in
 `ValueError`/`OSError` family it subclasses) become one line on stderr and
-exit code 2; Ctrl-C exits 130. Adding a command: a module in this package
+exit code 2; Ctrl-C exits 130. The library's own warnings (written for the
+user: fresh weights, a head not converted) print as one line too, without
+Python's file, line and source line. Adding a command: a module in this package
 with `add_arguments(parser)` and `run(args)`, and a row in `COMMANDS`.
 """
 
 import argparse
 import contextlib
 import ctypes
+import functools
 import gc
 import importlib
 import importlib.abc
+import os
 import sys
+import warnings
 
 # subcommand -> (module in keras_bert_app.commands, one-line help)
 COMMANDS = {
@@ -88,6 +93,8 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
+    formatwarning = warnings.formatwarning
+    warnings.formatwarning = functools.partial(_one_line_warning, args.command, formatwarning)
     try:
         return int(command_module(args._command).run(args) or 0)
     except KeyboardInterrupt:
@@ -101,6 +108,19 @@ def main(argv=None):
         message = " ".join(str(error).split("\n")).strip() or type(error).__name__
         print(f"keras-bert-app {args.command}: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:
+        warnings.formatwarning = formatwarning
+
+
+_PACKAGE_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _one_line_warning(command, formatwarning, message, category, filename, lineno, line=None):
+    """`keras-bert-app COMMAND: warning: MESSAGE` for the library's own warnings; others as `formatwarning` has them."""
+    if not os.path.abspath(filename).startswith(_PACKAGE_FOLDER + os.sep):
+        return formatwarning(message, category, filename, lineno, line)
+    text = " ".join(str(message).split("\n")).strip()
+    return f"keras-bert-app {command}: warning: {text}\n"
 
 
 class _UnusedIntegrationFinder(importlib.abc.MetaPathFinder):

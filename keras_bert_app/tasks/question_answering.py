@@ -144,22 +144,13 @@ class QuestionAnswering(Task):
         self.options["null_score_diff_threshold"] = float(self.threshold)
 
     def tune_null_threshold(self, split, logits):
-        """A null-score threshold with the best F1 on the split (`best_f1_thresh`, moved off the data).
+        """A null-score threshold with the best F1 on the split (`null_threshold_of_best_f1`).
 
         The sweep needs every question's best non-null answer, so predictions
         are made with an infinite threshold first.
         """
-        from keras_bert_app.evaluation.squad_metrics import evaluate_v2
-
         always_answer = self.decode(split, logits, threshold=math.inf)
-        scores = evaluate_v2(split.examples.articles, always_answer.predictions, always_answer.null_odds)
-        best = float(scores["best_f1_thresh"])
-        # The official threshold is one question's own null score difference, so
-        # recomputing its logits (`predict`, an export, another backend) can flip
-        # that question by a rounding error. Halfway to the next question's
-        # difference makes the same choices on dev with a margin either side.
-        above = [float(odds) for odds in always_answer.null_odds.values() if odds > best]
-        return (best + min(above)) / 2 if above else best + 1.0
+        return null_threshold_of_best_f1(split.examples.articles, always_answer.predictions, always_answer.null_odds)
 
     def decode(self, split, logits, threshold=None):
         """`SquadPredictions`: answers, n-best lists and (v2.0) null odds."""
@@ -212,3 +203,31 @@ class QuestionAnswering(Task):
         from keras_bert_app.export.question_answering_head import QuestionAnsweringHead
 
         return QuestionAnsweringHead(preprocessor, settings["max_query_length"], settings["max_answer_length"])
+
+
+def null_threshold_of_best_f1(articles, predictions, null_odds):
+    """The no-answer threshold at which the official v2.0 F1 is its `best_f1`, halfway between two questions.
+
+    Args:
+        articles: the `data` list of the SQuAD file.
+        predictions: dict question id -> best non-null answer.
+        null_odds: dict question id -> null score difference (no answer above the threshold).
+
+    The official sweep's `best_f1_thresh` is one question's own null score
+    difference, so recomputing its logits (`predict`, an export, another
+    backend) can flip that question by a rounding error: halfway to the
+    next question's difference makes the same choices with a margin either
+    side. Where answering no question scores best, the sweep reports 0.0
+    (its probabilities start at 0); a null score difference can be negative,
+    so that threshold would answer some: the threshold is then below them all.
+    """
+    from keras_bert_app.evaluation.squad_metrics import evaluate_v2
+
+    scores = evaluate_v2(articles, predictions, null_odds)
+    best_f1, best = scores["best_f1"], float(scores["best_f1_thresh"])
+    odds = sorted({float(value) for value in null_odds.values()})
+    above = [value for value in odds if value > best]
+    threshold = (best + above[0]) / 2 if above else best + 1.0
+    if odds and evaluate_v2(articles, predictions, null_odds, threshold)["f1"] < best_f1 - 1e-9:
+        threshold = odds[0] - 1.0  # every question unanswered
+    return threshold

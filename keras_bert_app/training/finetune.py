@@ -25,6 +25,7 @@ import json
 import os
 import pathlib
 import time
+import warnings
 from typing import Callable, Optional, Union
 
 from keras_bert_app import errors
@@ -254,7 +255,9 @@ def finetune(
         callbacks.insert(0, last_epoch)
         validation_freq = keras_validation_epochs(epochs, validation_freq)
     started = time.perf_counter()
-    with graph_optimization_for(model):
+    with graph_optimization_for(model), warnings.catch_warnings():
+        # Tagging and span heads read the tokens, not the pooler: it gets no gradient, as it should.
+        warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler/")
         model.fit(
             **fit_arguments,
             validation_data=validation_data if validation_freq else None,
