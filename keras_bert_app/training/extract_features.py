@@ -113,9 +113,9 @@ def extract_features(
     output.parent.mkdir(parents=True, exist_ok=True)
     index = 0
     with output.open("w", encoding="utf-8") as file:
-        for inputs in dataset:
+        for inputs in dataset.as_numpy_iterator():  # NumPy batches: JAX and PyTorch models take no TF tensors
             features = np.asarray(extractor.predict_on_batch(inputs))  # (batch, seq, hidden * layers)
-            token_ids = inputs["token_ids"].numpy()
+            token_ids = inputs["token_ids"]
             mask = np.asarray(inputs["padding_mask"]).astype(bool)
             tokens = preprocessor.tokenizer.ids_to_tokens(token_ids).numpy()
             for row in range(len(token_ids)):

@@ -3,6 +3,7 @@
 import json
 import shlex
 
+import keras
 import numpy as np
 import pytest
 
@@ -36,7 +37,7 @@ def encoder_layers(encoder, pair, sequence_length):
     tokenizer = BertTokenizer.from_preset("bert_tiny_uncased")
     inputs = BertPreprocessor(tokenizer, sequence_length=sequence_length)(pair)
     inputs = {k: np.asarray(v).astype("int32") for k, v in inputs.items()}
-    return [np.asarray(output) for output in encoder(inputs)["encoder_outputs"]]
+    return [keras.ops.convert_to_numpy(output) for output in encoder(inputs)["encoder_outputs"]]
 
 
 def test_extract_features_layout_and_values(tmp_path, preset, capsys):
@@ -66,6 +67,7 @@ def test_extract_features_layout_and_values(tmp_path, preset, capsys):
         np.testing.assert_allclose(feature["layers"][1]["values"], outputs[0][0, position], atol=1e-5)
 
 
+@pytest.mark.all_backends
 def test_readme_line(tmp_path, preset, monkeypatch):
     folder, encoder = preset
     monkeypatch.chdir(tmp_path)
