@@ -173,19 +173,42 @@ def read_vocabulary(path):
 
 def tokenizer_json_vocabulary(path):
     """The tokens, in id order, of an HF `tokenizer.json` with a WordPiece model (transformers 5 saves BERT's
-    and ELECTRA's vocabulary there only, without a vocab.txt), added tokens included."""
+    and ELECTRA's vocabulary there only, without a vocab.txt), added tokens included.
+
+    transformers strips each token of the vocab.txt it read, so a token of
+    Unicode whitespace alone (Chinese BERT's U+2028 on line 344, and its
+    "##" + U+2028) is saved as "" (or "##"), several of them under one key.
+    No text gives such a token (BERT splits text at whitespace), so each
+    gets a placeholder of its id, `[EMPTY_<id>]`, which no text gives either
+    (text is split at brackets): the ids of every other token stay as they were.
+    """
     try:
-        tokenizer = json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
+        tokenizer = json.loads(pathlib.Path(path).read_text(encoding="utf-8"), object_pairs_hook=_PairsDict)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ConversionError(f"{path}: malformed JSON ({error}).") from None
     model = tokenizer.get("model") if isinstance(tokenizer, dict) else None
     kind = model.get("type") if isinstance(model, dict) else None
     if kind != "WordPiece" or not isinstance(model.get("vocab"), dict):
         raise ConversionError(f"{path}: field 'model.type' is {kind!r}; expected 'WordPiece' (a BERT vocabulary).")
-    ids = {**model["vocab"], **{added["content"]: added["id"] for added in tokenizer.get("added_tokens") or ()}}
-    if sorted(ids.values()) != list(range(len(ids))):
-        raise ConversionError(f"{path}: the WordPiece ids are not 0..{len(ids) - 1}, one per token.")
-    return sorted(ids, key=ids.get)
+    pairs = [*model["vocab"].pairs, *((added["content"], added["id"]) for added in tokenizer.get("added_tokens") or ())]
+    tokens = {}
+    for token, index in pairs:
+        if token.strip() in ("", "##"):
+            token = f"[EMPTY_{index}]"
+        if tokens.get(index, token) != token:
+            raise ConversionError(f"{path}: id {index} is both {tokens[index]!r} and {token!r}; expected one token an id.")
+        tokens[index] = token
+    if sorted(tokens) != list(range(len(tokens))) or len(set(tokens.values())) != len(tokens):
+        raise ConversionError(f"{path}: the WordPiece ids are not 0..{len(tokens) - 1}, one per token.")
+    return [tokens[index] for index in range(len(tokens))]
+
+
+class _PairsDict(dict):
+    """A JSON object as a dict that also keeps its (key, value) pairs in order, repeated keys included."""
+
+    def __init__(self, pairs):
+        super().__init__(pairs)
+        self.pairs = pairs
 
 
 def check_vocabulary(path, vocabulary_size):

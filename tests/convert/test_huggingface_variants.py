@@ -226,3 +226,31 @@ def test_a_tokenizer_json_of_special_tokens_only_is_one_line_naming_it(tmp_path,
     assert error.count("\n") == 0
     assert f"{source / 'tokenizer.json'} (its WordPiece vocabulary): all 5 tokens are bracketed special tokens" in error
     assert not (tmp_path / "cache" / "vocabularies").exists() or not any((tmp_path / "cache" / "vocabularies").rglob("vocab.txt"))
+
+
+def test_a_transformers_5_chinese_bert_folder_keeps_every_id(tmp_path, monkeypatch, shared_data):
+    """Chinese BERT's vocabulary holds U+2028 (line 344) and "##" + U+2028 (line 13503): transformers strips them to
+    "" and "##" in tokenizer.json. Each becomes a placeholder that no text gives, so every other id stays the same
+    and the folder converts and tokenizes as transformers does."""
+    transformers = pytest.importorskip("transformers")
+    from keras_bert_app import BertPreprocessor
+
+    monkeypatch.setenv("KERAS_BERT_APP_CACHE", str(tmp_path / "cache"))
+    vocabulary = shared_data / "vocab" / "bert_chinese_vocab.txt"
+    lines = vocabulary.read_text(encoding="utf-8").split("\n")[:-1]  # "\n"-separated: U+2028 is a token here
+    source = write_huggingface(tmp_path / "hf", config={"vocab_size": len(lines)})
+    (source / "vocab.txt").unlink()
+    reference = transformers.BertTokenizer(vocab=str(vocabulary))
+    reference.save_pretrained(str(source))
+    assert "vocab.txt" not in {path.name for path in source.iterdir()}
+    assert cli.main(["convert", "--from", "huggingface", str(source), "--output", str(tmp_path / "preset")]) == 0
+    written = (tmp_path / "preset" / "vocab.txt").read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(written) == len(lines)
+    changed = {index: token for index, (token, line) in enumerate(zip(written, lines)) if token != line}
+    assert changed == {343: "[EMPTY_343]", 13502: "[EMPTY_13502]"}
+    texts = ["今天天气很好，我们去公园散步吧。", "这部手机的电池\u2028续航太差了！", "BERT模型在２０１８年发布 😀 ok"]
+    ours = BertPreprocessor.from_preset(tmp_path / "preset", sequence_length=32)(texts)
+    expected = reference(texts, padding="max_length", max_length=32, truncation=True)
+    np.testing.assert_array_equal(np.asarray(ours["token_ids"]), expected["input_ids"])
+    assert BertPreprocessor.from_preset(source, sequence_length=32)(texts)["token_ids"].numpy().tolist() == \
+        expected["input_ids"]  # the folder itself as a preset (its vocab.txt made in the cache)
