@@ -15,6 +15,7 @@ This stage builds our models (layer 3); the format readers and writers it uses (
 `keras_hub`, `google` and their `*_electra`/`*_albert` siblings) never do.
 """
 
+import contextlib
 import pathlib
 import shutil
 import warnings
@@ -114,18 +115,35 @@ def import_checkpoint(source, output, source_format=None, generator=None):
     head for a masked-LM class), an ELECTRA one as `_import_electra` says.
 
     Returns:
-        (output folder, bool: the pretraining heads were converted).
+        (output folder, bool: the pretraining heads were converted). On
+        failure, the files it wrote are removed (and the folder, if it
+        made it).
     """
-    from keras_bert_app.models.bert_encoder import BertEncoder
-    from keras_bert_app.models.bert_pretrainer import BertPretrainer
-
     source = pathlib.Path(source).expanduser()
     output = pathlib.Path(output).expanduser()
     source_format = detect.format_name(source.parent if source.is_file() else source, source_format)
     config = detect.read_config(source, source_format)
     vocabulary = _vocabulary(source, config, source_format)
+    created = not output.exists()
     output.mkdir(parents=True, exist_ok=True)
     _clear(output)
+    try:
+        heads = _import_into(source, output, source_format, config, vocabulary, generator)
+    except BaseException:
+        # Nothing half-written: a preset without its vocabulary (or weights) would fail later, far from here.
+        _clear(output)
+        if created:
+            with contextlib.suppress(OSError):
+                output.rmdir()  # only when empty
+        raise
+    return output, heads
+
+
+def _import_into(source, output, source_format, config, vocabulary, generator):
+    """`import_checkpoint`'s writing of the preset files into `output`; returns whether the heads were converted."""
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app.models.bert_pretrainer import BertPretrainer
+
     head = huggingface_heads.task_head(source) if source_format == "huggingface" else None  # a BERT task class
     if config.get("architecture") == ELECTRA:
         heads = _import_electra(source, output, source_format, config, generator)
@@ -141,7 +159,7 @@ def import_checkpoint(source, output, source_format=None, generator=None):
         heads = detect.load_weights(pretrainer, source, source_format)
         _save(pretrainer, output, heads)
     _write_preset_files(output, vocabulary, config)
-    return output, heads
+    return heads
 
 
 def _import_electra(source, output, source_format, config, generator):
@@ -269,8 +287,10 @@ def _save(model, output, heads):
 
 def _clear(output):
     """Remove what an earlier conversion into `output` wrote (with --overwrite), and nothing else."""
+    from keras_bert_app.models.bert_task import TASK_WEIGHTS_FILE
+
     for name in (presets.CONFIG_FILE, presets.ENCODER_WEIGHTS_FILE, presets.VOCABULARY_FILE, SENTENCEPIECE_FILE,
-                 *HEAD_FILES):
+                 *HEAD_FILES, TASK_WEIGHTS_FILE):
         (output / name).unlink(missing_ok=True)
     if (output / GENERATOR_FOLDER / presets.CONFIG_FILE).is_file():
         shutil.rmtree(output / GENERATOR_FOLDER)

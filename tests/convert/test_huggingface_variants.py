@@ -254,3 +254,31 @@ def test_a_transformers_5_chinese_bert_folder_keeps_every_id(tmp_path, monkeypat
     np.testing.assert_array_equal(np.asarray(ours["token_ids"]), expected["input_ids"])
     assert BertPreprocessor.from_preset(source, sequence_length=32)(texts)["token_ids"].numpy().tolist() == \
         expected["input_ids"]  # the folder itself as a preset (its vocab.txt made in the cache)
+
+
+def test_a_failed_convert_leaves_no_half_written_preset(tmp_path, monkeypatch, capsys):
+    """A task checkpoint whose tokenizer.json cannot be our vocabulary: `convert` fails after the weights would be
+    written; the output folder is not left holding weights without a vocabulary (which a rerun would refuse
+    to overwrite and `predict` would fail on)."""
+    transformers = pytest.importorskip("transformers")
+    monkeypatch.setenv("KERAS_BERT_APP_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "hf"
+    _huggingface("BertForSequenceClassification", source, vocab_size=5)
+    (source / "vocab.txt").unlink()
+    specials = tmp_path / "specials.txt"
+    specials.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
+    transformers.BertTokenizer(vocab=str(specials)).save_pretrained(str(source))
+    output = tmp_path / "out"
+    argv = ["convert", "--from", "huggingface", str(source), "--output", str(output)]
+    assert cli.main(argv) == 2
+    assert "all 5 tokens are bracketed special tokens" in capsys.readouterr().err
+    assert not output.exists()
+    output.mkdir()  # a folder the user made: kept, empty
+    (output / "notes.txt").write_text("mine")
+    assert cli.main([*argv, "--overwrite"]) == 2
+    assert sorted(path.name for path in output.iterdir()) == ["notes.txt"]
+    # With a usable vocabulary the same command works, no --overwrite needed.
+    (source / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
+    (output / "notes.txt").unlink()
+    assert cli.main(argv) == 0
+    assert {"config.json", "model.weights.h5", "task.weights.h5", "vocab.txt"} <= {p.name for p in output.iterdir()}
