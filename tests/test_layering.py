@@ -31,6 +31,7 @@ LAYERS = {
     "keras_bert_app.convert.checkpoint": 3,  # the convert_checkpoint stage: builds models
     "keras_bert_app.convert.task_checkpoint": 3,  # its HF task checkpoints <-> fine-tuned task presets: builds models
     "keras_bert_app.convert.electra_pair": 3,  # an ELECTRA pair as one pretrainer preset: builds models
+    "keras_bert_app.convert.local_preset": 3,  # a run folder or foreign checkpoint as our preset: converts
     "keras_bert_app.demo": 4,  # the quickstart workflow (kba.quickstart)
     "keras_bert_app.commands": 5,
     "keras_bert_app.cli": 5,

@@ -26,7 +26,7 @@ def add_arguments(parser):
         help="score a SQuAD predictions file (--data, --predictions) as the official scripts do",
     )
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--preset", help="the preset/ folder of a finetune run (with --input)")
+    source.add_argument("--preset", help="a finetune run folder or its preset/ folder, or an HF task checkpoint folder (with --input)")
     source.add_argument("--conlleval", help="a token-per-line file: ... GOLD PREDICTED")
     parser.add_argument("--input", help="labelled file in the task's format (with --preset)")
     parser.add_argument("--batch-size", type=int, default=32, help="batch size (default 32)")

@@ -9,7 +9,7 @@ import json
 def add_arguments(parser):
     from keras_bert_app.export.preset_loading import HEADS  # imports no TensorFlow
 
-    parser.add_argument("--model", required=True, help="fine-tuned run folder or preset (name or folder)")
+    parser.add_argument("--model", required=True, help="fine-tuned run folder or preset (name or folder), or a foreign checkpoint folder (converted once)")
     parser.add_argument("--output", required=True, help="EXPORT_BASE: TF Serving's model base folder")
     parser.add_argument("--version", type=int, default=None, help="version number (default: next free)")
     parser.add_argument(

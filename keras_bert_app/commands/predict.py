@@ -15,7 +15,7 @@ def add_arguments(parser):
         "variant", nargs="?", choices=("squad",), metavar="squad",
         help="answer the questions of a SQuAD-format file (--data) with a `finetune squad` preset",
     )
-    parser.add_argument("--preset", required=True, help="the preset/ folder of a finetune run")
+    parser.add_argument("--preset", required=True, help="a finetune run folder or its preset/ folder (or an HF task checkpoint folder, converted once)")
     parser.add_argument("--input", help="file to predict, in the task's format")
     parser.add_argument("--data", help="squad: SQuAD-format JSON with the questions (answers not needed)")
     parser.add_argument(

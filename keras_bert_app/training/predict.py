@@ -41,7 +41,9 @@ def predict(
     """Predict a file with a fine-tuned preset; write the predictions.
 
     Args:
-        preset: str or path. The `preset/` folder of a `finetune` run.
+        preset: str or path. The `preset/` folder of a `finetune` run (or
+            the run folder; or an HF task checkpoint folder, converted once:
+            `convert.local_preset`).
         input: str or path. The file to predict, in the task's format
             (labels, if any, are ignored).
         output: str or path. The JSON lines file to write; for SQuAD the
@@ -68,9 +70,11 @@ def predict(
             missing input.
         ValueError: input that cannot be read.
     """
+    from keras_bert_app.convert.local_preset import preset_folder
     from keras_bert_app.models.xla import jit_compile_for_lengths
 
     log = log or _quiet
+    preset = preset_folder(preset, log)  # a run folder's preset/; an HF task checkpoint converted
     fine_tuned = _fine_tuned_task(preset, task, task_options)
     input_path = errors.check_file("input", input)
     output = errors.check_path("output", output)
@@ -107,7 +111,9 @@ def evaluate(
     match and F1 for SQuAD (at the preset's no-answer threshold).
 
     Args:
-        preset: str or path. The `preset/` folder of a `finetune` run.
+        preset: str or path. The `preset/` folder of a `finetune` run (or
+            the run folder; or an HF task checkpoint folder, converted once:
+            `convert.local_preset`).
         input: str or path. A labelled file in the task's format.
         batch_size: int.
         bucketing: bool. As for `predict`: length-grouped batches, each
@@ -122,9 +128,11 @@ def evaluate(
             task; `MissingFileError` for a missing input.
         ValueError: input that cannot be read.
     """
+    from keras_bert_app.convert.local_preset import preset_folder
     from keras_bert_app.models.xla import jit_compile_for_lengths
 
     log = log or _quiet
+    preset = preset_folder(preset, log)
     fine_tuned = _fine_tuned_task(preset, None, {})
     input_path = errors.check_file("input", input)
     errors.check_int("batch_size", batch_size, minimum=1)

@@ -145,6 +145,39 @@ def test_predict_and_export_a_converted_classifier_as_transformers_labels_it(tmp
     assert [label.decode() for label in outputs["label"].numpy()] == labels
 
 
+def test_predict_evaluate_and_export_take_the_checkpoint_folder_or_a_run_folder_as_it_is(tmp_path, monkeypatch, capsys):
+    """`--preset`/`--model` of an HF task checkpoint folder: converted once into the cache, then used as the
+    converted preset is; a run folder (its `preset/` inside) is taken too."""
+    import shutil
+
+    import tensorflow as tf
+
+    monkeypatch.setenv("KERAS_BERT_APP_CACHE", str(tmp_path / "cache"))
+    reference = huggingface_checkpoint("BertForSequenceClassification", tmp_path / "hf", id2label=dict(enumerate(NAMES)))
+    texts = [text for text in TEXTS if text.strip()]
+    logits, labels = _hf_argmax_labels(reference, tmp_path, texts)
+    with open(tmp_path / "input.csv", "w", newline="", encoding="utf-8") as file:
+        csv.writer(file).writerows([["text", "label"], *[[text, label] for text, label in zip(texts, labels)]])
+    capsys.readouterr()
+    for attempt in range(2):
+        assert _main("predict", "--preset", tmp_path / "hf", "--input", tmp_path / "input.csv",
+                     "--output", tmp_path / f"predictions{attempt}.jsonl") == 0
+        rows = [json.loads(line) for line in (tmp_path / f"predictions{attempt}.jsonl").read_text().splitlines()]
+        assert [row["prediction"] for row in rows] == labels
+        np.testing.assert_allclose([row["logits"] for row in rows], logits, atol=1e-5)
+        said = capsys.readouterr().out
+        assert ("converted to our preset format once" in said) == (attempt == 0)  # the second run reads the cache
+    assert _main("evaluate", "--preset", tmp_path / "hf", "--input", tmp_path / "input.csv") == 0
+    out = capsys.readouterr().out
+    assert json.loads(out[out.index("{"):])["accuracy"] == 1.0  # its own labels
+    [converted] = (tmp_path / "cache" / "converted").iterdir()
+    shutil.copytree(converted, tmp_path / "run" / "preset")
+    for model in (tmp_path / "hf", tmp_path / "run"):
+        assert _main("export", "--model", model, "--output", tmp_path / "served" / model.name) == 0
+        serving = tf.saved_model.load(str(tmp_path / "served" / model.name / "1")).signatures["serving_default"]
+        assert [label.decode() for label in serving(text=tf.constant(texts))["label"].numpy()] == labels
+
+
 def test_predict_with_converted_tagger_and_multiple_choice(tmp_path):
     """A token classifier tags CoNLL words with the checkpoint's tag names; a multiple-choice checkpoint predicts
     SWAG rows (4 endings, the default) as transformers' argmax."""

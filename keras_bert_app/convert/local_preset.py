@@ -1,0 +1,53 @@
+"""`preset_folder`: what `predict`, `evaluate` and `export` are given, as one of our preset folders."""
+
+import hashlib
+import os
+import pathlib
+import shutil
+
+from keras_bert_app import presets
+from keras_bert_app.convert import detect
+
+
+def preset_folder(preset, log=None):
+    """Our preset for `preset` as `predict`, `evaluate` and `export` take it: a run folder or a foreign checkpoint too.
+
+    - A `finetune` or `pretrain` run folder (no config.json of its own, a
+      `preset/` inside): that `preset/`.
+    - A Hugging Face, keras-hub or original Google checkpoint folder (a
+      task class such as `BertForSequenceClassification`, or an encoder):
+      converted once, as `convert` does, into
+      `$KERAS_BERT_APP_CACHE/converted/` under a key of its files' names,
+      sizes and times (a changed checkpoint is converted again).
+    - Anything else (a built-in name, one of our folders) as it is.
+
+    Returns:
+        str or pathlib.Path.
+    """
+    from keras_bert_app.convert import hub
+    from keras_bert_app.convert.checkpoint import import_checkpoint
+
+    folder = pathlib.Path(preset).expanduser()
+    if not folder.is_dir():
+        return preset
+    if not (folder / presets.CONFIG_FILE).is_file() and (folder / "preset" / presets.CONFIG_FILE).is_file():
+        return folder / "preset"
+    source_format = detect.detect_format(folder)
+    if source_format is None:
+        return preset
+    files = sorted((path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in folder.iterdir()
+                   if path.is_file())
+    key = hashlib.sha256(repr((str(folder.resolve()), files)).encode()).hexdigest()[:20]
+    converted = hub.cache_root() / "converted" / key
+    if not (converted / presets.CONFIG_FILE).is_file():
+        if log is not None:
+            log(f"{folder}: a {source_format} checkpoint, converted to our preset format once, in {converted}.")
+        temporary = converted.with_name(f"{key}.{os.getpid()}.tmp")
+        shutil.rmtree(temporary, ignore_errors=True)
+        try:
+            import_checkpoint(folder, temporary, source_format)
+            if not converted.exists():
+                os.replace(temporary, converted)
+        finally:
+            shutil.rmtree(temporary, ignore_errors=True)
+    return converted
