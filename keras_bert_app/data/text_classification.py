@@ -48,8 +48,11 @@ def read_rows(path, delimiter=None, header=True, columns=()):
     need; CSVs with standard quoting (a row's number is the line it starts
     on, where a quoted field holds line breaks). Files are UTF-8, with or
     without a byte-order mark (`text_file.open_text`). Blank rows are
-    skipped. `columns`: the names the caller reads, each of which must not
-    appear twice in the header.
+    skipped (blank lines, a spreadsheet's rows of empty cells), except in a
+    one-column CSV, where a record of an empty or blank field (`""`) is an
+    empty text, so `predict` gives every row of a texts-only file a line.
+    `columns`: the names the caller reads, each of which must not appear
+    twice in the header.
     """
     path = pathlib.Path(path)
     if not path.is_file():
@@ -65,7 +68,8 @@ def read_rows(path, delimiter=None, header=True, columns=()):
             lines = _csv_records(path, file)
         names = None
         for number, row in lines:
-            if not any(field.strip() for field in row):
+            one_column_text = kind == "csv" and names is not None and len(names) == len(row) == 1
+            if not any(field.strip() for field in row) and not one_column_text:
                 continue
             if not header:
                 yield number, row

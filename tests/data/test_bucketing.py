@@ -264,7 +264,8 @@ def test_training_groups_with_one_label_per_example_are_sorted_per_class(targets
     def lean(batches):  # the mean share of a batch's largest class
         return np.mean([np.bincount(labels[index]).max() / len(index) for index in batches])
 
-    assert lean(stratified) < 0.6 < 0.9 < lean(plain)
+    # (plain: 0.88-0.91 over TensorFlow's global seeds, which earlier tests in the process may set; random: ~0.5)
+    assert lean(stratified) < 0.6 < 0.8 < lean(plain)
     # Within each class (or bin), a batch's examples are of similar lengths: far narrower than in random batches.
     def span(batches):
         return np.mean([np.ptp(lengths[index][strata[index] == c]) for index in batches for c in range(5)

@@ -170,3 +170,25 @@ def test_other_commands_read_bom_and_name_non_utf8_lines(tmp_path, preset, capsy
     code, out, err = run_cli(["evaluate", "squad", "--data", data, "--predictions", predictions], capsys)
     assert code == 0, err
     assert json.loads(out)["exact_match"] == 100.0
+
+
+def test_predict_gives_every_row_of_a_texts_only_csv_a_line_even_an_empty_text(tmp_path, preset, capsys):
+    # A one-column CSV: a quoted empty cell or one of spaces is a text (empty once tokenized) and gets a
+    # prediction, as in a file with more columns; blank lines and a spreadsheet's rows of empty cells are no rows.
+    train = "text,label\ngood,a\nbad,b\nfine,a\nawful,b\n"
+    code, _, err = run_cli(classify(tmp_path, preset, train, train), capsys)
+    assert code == 0, err
+    texts = tmp_path / "texts.csv"
+    texts.write_text('text\ngood\n""\n   \n\nbad\n', encoding="utf-8")
+    code, out, err = run_cli(["predict", "--preset", tmp_path / "run", "--input", texts,
+                              "--output", tmp_path / "p.jsonl"], capsys)
+    assert code == 0, err
+    assert "2 examples have no tokens" in out, out
+    rows = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
+    assert [row["line"] for row in rows] == [2, 3, 4, 6]
+    pairs = tmp_path / "pairs.csv"
+    pairs.write_text("text,label\ngood,a\n,\n\nbad,b\n", encoding="utf-8")
+    code, _, err = run_cli(["predict", "--preset", tmp_path / "run", "--input", pairs,
+                            "--output", tmp_path / "q.jsonl"], capsys)
+    assert code == 0, err
+    assert [json.loads(line)["line"] for line in (tmp_path / "q.jsonl").read_text().splitlines()] == [2, 5]
