@@ -62,6 +62,12 @@ class TokenClassification(Task):
     def num_segments(self):
         return 1
 
+    def summary(self, split):
+        line = super().summary(split)
+        if split.truncated:  # their words past the limit have no logits: `decode_tags` tags them O
+            line = line.replace(" were truncated", " were truncated (their words past the limit are tagged O)", 1)
+        return line
+
     def decode(self, split, logits):
         from keras_bert_app.data.conll import decode_tags
 

@@ -192,3 +192,14 @@ def test_predict_gives_every_row_of_a_texts_only_csv_a_line_even_an_empty_text(t
                             "--output", tmp_path / "q.jsonl"], capsys)
     assert code == 0, err
     assert [json.loads(line)["line"] for line in (tmp_path / "q.jsonl").read_text().splitlines()] == [2, 5]
+
+
+def test_ner_says_that_the_words_of_a_truncated_sentence_past_the_limit_are_tagged_o(tmp_path, preset, capsys):
+    long_sentence = "".join(f"word{index} O\n" for index in range(40)) + "\n"
+    (tmp_path / "train.txt").write_text(CONLL + "\n" + long_sentence, encoding="utf-8")
+    code, out, err = run_cli(["finetune", "ner", "--train", tmp_path / "train.txt", "--dev", tmp_path / "train.txt",
+                              "--preset", preset, "--output", tmp_path / "run", *FAST], capsys)
+    assert code == 0, err
+    assert "1 examples longer than 32 tokens were truncated (their words past the limit are tagged O)" in out
+    tags = [json.loads(line)["tags"] for line in (tmp_path / "run" / "dev_predictions.jsonl").read_text().splitlines()]
+    assert len(tags[-1]) == 40  # every word has a tag, those cut off included
