@@ -5,11 +5,11 @@ import os
 import pathlib
 import shutil
 
-from keras_bert_app import presets
+from keras_bert_app import errors, presets
 from keras_bert_app.convert import detect
 
 
-def preset_folder(preset, log=None):
+def preset_folder(preset, log=None, task=False):
     """Our preset for `preset` as `predict`, `evaluate` and `export` take it: a run folder or a foreign checkpoint too.
 
     - A `finetune` or `pretrain` run folder (no config.json of its own, a
@@ -21,10 +21,13 @@ def preset_folder(preset, log=None):
       sizes and times (a changed checkpoint is converted again).
     - Anything else (a built-in name, one of our folders) as it is.
 
+    With `task=True` (`predict`, `evaluate`) a foreign checkpoint must be a
+    BERT task class: any other is refused before converting (`ArgumentError`).
+
     Returns:
         str or pathlib.Path.
     """
-    from keras_bert_app.convert import hub
+    from keras_bert_app.convert import huggingface_heads, hub
     from keras_bert_app.convert.checkpoint import import_checkpoint
 
     folder = pathlib.Path(preset).expanduser()
@@ -35,6 +38,11 @@ def preset_folder(preset, log=None):
     source_format = detect.detect_format(folder)
     if source_format is None:
         return preset
+    if task and (source_format != "huggingface" or huggingface_heads.task_head(folder) is None):
+        raise errors.ArgumentError("preset", f"{folder}: a {source_format} checkpoint of an encoder, with no task "
+                                   "head to predict with (BERT's task classes: BertForSequenceClassification, "
+                                   "BertForTokenClassification, ...): fine-tune it first (`finetune ... --preset "
+                                   f"{folder}`) and pass the run folder.")
     files = sorted((path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in folder.iterdir()
                    if path.is_file())
     key = hashlib.sha256(repr((str(folder.resolve()), files)).encode()).hexdigest()[:20]

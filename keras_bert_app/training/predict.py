@@ -74,7 +74,7 @@ def predict(
     from keras_bert_app.models.xla import jit_compile_for_lengths
 
     log = log or _quiet
-    preset = preset_folder(preset, log)  # a run folder's preset/; an HF task checkpoint converted
+    preset = preset_folder(preset, log, task=True)  # a run folder's preset/; an HF task checkpoint converted
     fine_tuned = _fine_tuned_task(preset, task, task_options)
     input_path = errors.check_file("input", input)
     output = errors.check_path("output", output)
@@ -132,7 +132,7 @@ def evaluate(
     from keras_bert_app.models.xla import jit_compile_for_lengths
 
     log = log or _quiet
-    preset = preset_folder(preset, log)
+    preset = preset_folder(preset, log, task=True)
     fine_tuned = _fine_tuned_task(preset, None, {})
     input_path = errors.check_file("input", input)
     errors.check_int("batch_size", batch_size, minimum=1)

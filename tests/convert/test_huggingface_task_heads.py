@@ -176,6 +176,14 @@ def test_predict_evaluate_and_export_take_the_checkpoint_folder_or_a_run_folder_
         assert _main("export", "--model", model, "--output", tmp_path / "served" / model.name) == 0
         serving = tf.saved_model.load(str(tmp_path / "served" / model.name / "1")).signatures["serving_default"]
         assert [label.decode() for label in serving(text=tf.constant(texts))["label"].numpy()] == labels
+    # An encoder checkpoint has nothing to predict with: said in one line, before any conversion.
+    huggingface_checkpoint("BertModel", tmp_path / "encoder")
+    capsys.readouterr()
+    assert _main("predict", "--preset", tmp_path / "encoder", "--input", tmp_path / "input.csv",
+                 "--output", tmp_path / "none.jsonl") == 2
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and "encoder, with no task head" in error and "fine-tune it first" in error, error
+    assert len(list((tmp_path / "cache" / "converted").iterdir())) == 1  # the classifier's alone
 
 
 def test_predict_with_converted_tagger_and_multiple_choice(tmp_path):
