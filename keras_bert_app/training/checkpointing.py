@@ -7,6 +7,14 @@ temporary file and renamed, so a kill at any moment leaves the last complete
 checkpoint intact. (Keras' `BackupAndRestore` writes in place and records the
 epoch in a second file, so a kill between the two writes can pair new
 weights with an old position; this does not.)
+
+The random state of dropout (each layer's `keras.random.SeedGenerator`
+state, which `save_weights` leaves out; on PyTorch, whose unseeded dropout
+draws from torch's CPU generator, that generator's state) goes to
+`step-NNNNNNNN.seeds.npz`,
+written before the weights: a resumed run draws the masks the
+uninterrupted run would have drawn, not those of the run's first steps
+again (a kill between the two writes leaves an unused seeds file).
 """
 
 import os
@@ -14,12 +22,23 @@ import pathlib
 import re
 
 import keras
+import numpy as np
 
 CHECKPOINT_PATTERN = re.compile(r"^step-(\d{8})\.weights\.h5$")
+SEED_STATE_NAME = "seed_generator_state"  # the variable of every `keras.random.SeedGenerator`
 
 
 def checkpoint_path(directory, step):
     return pathlib.Path(directory) / f"step-{step:08d}.weights.h5"
+
+
+def seeds_path(directory, step):
+    return pathlib.Path(directory) / f"step-{step:08d}.seeds.npz"
+
+
+def seed_states(model):
+    """The model's random-seed state variables (its dropout layers' and any other `SeedGenerator`'s), in order."""
+    return [variable for variable in model.variables if variable.name == SEED_STATE_NAME]
 
 
 def list_checkpoints(directory):
@@ -47,6 +66,14 @@ def restore_latest(model, directory):
         model.optimizer.build(model.trainable_variables)
     step, path = checkpoints[-1]
     model.load_weights(str(path))
+    seeds = seeds_path(directory, step)
+    if seeds.is_file():  # checkpoints written before seeds were kept resume without them
+        with np.load(seeds) as saved:
+            states = saved["states"]
+        variables = seed_states(model)
+        if len(states) == len(variables):  # in the model's order (their names count up per process)
+            for variable, state in zip(variables, states):
+                variable.assign(state)
     return step
 
 
@@ -67,14 +94,42 @@ class ResumableCheckpoint(keras.callbacks.Callback):
         self.keep = keep
         self.enabled = enabled
 
+    def on_train_begin(self, logs=None):
+        # torch's generator as the newest checkpoint left it, set before the first batch: `fit`'s setup draws from
+        # it (its data loader's seed) after the restore, where an uninterrupted run passes the checkpoint without.
+        self._torch_state = None
+        checkpoints = list_checkpoints(self.directory)
+        seeds = seeds_path(self.directory, checkpoints[-1][0]) if checkpoints else None
+        if keras.config.backend() == "torch" and seeds is not None and seeds.is_file():
+            with np.load(seeds) as saved:
+                self._torch_state = saved["torch"] if "torch" in saved.files else None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if getattr(self, "_torch_state", None) is not None:
+            import torch
+
+            torch.set_rng_state(torch.from_numpy(self._torch_state))
+            self._torch_state = None
+
     def on_epoch_end(self, epoch, logs=None):
         if not self.enabled:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
         step = (epoch + 1) * self.steps_per_epoch
         path = checkpoint_path(self.directory, step)
+        seeds = seeds_path(self.directory, step)
+        variables = seed_states(self.model)
+        arrays = {"states": np.array([keras.ops.convert_to_numpy(variable.value) for variable in variables])}
+        if keras.config.backend() == "torch":  # an unseeded Dropout on PyTorch draws from torch's own generator
+            import torch
+
+            arrays["torch"] = torch.get_rng_state().numpy()
+        with open(seeds.with_name(f".{seeds.name}.tmp"), "wb") as file:
+            np.savez(file, **arrays)
+        os.replace(file.name, seeds)
         temporary = path.with_name(f".{path.name}.tmp.weights.h5")
         self.model.save_weights(str(temporary), overwrite=True)
         os.replace(temporary, path)
-        for _, old in list_checkpoints(self.directory)[: -self.keep]:
+        for old_step, old in list_checkpoints(self.directory)[: -self.keep]:
             old.unlink()
+            seeds_path(self.directory, old_step).unlink(missing_ok=True)

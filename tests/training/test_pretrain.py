@@ -400,3 +400,32 @@ def test_readme_command_lines(tiny_run_inputs, tmp_path, monkeypatch, capsys):
     assert cli.main(tpu.split()) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and ("No TPU found" in error or "KERAS_BACKEND=tensorflow" in error), error
+
+
+@pytest.mark.all_backends
+def test_a_run_with_dropout_resumes_with_the_masks_it_would_have_drawn(tiny_run_inputs, tmp_path, monkeypatch):
+    """Dropout's seed state goes into each checkpoint: resumed, the run does not draw its first steps' masks again."""
+    from keras_bert_app.training import checkpointing
+
+    preset, data = tiny_run_inputs
+    dropout = ("--dropout", "0.3")
+    code, log = _in_process(_command(preset, data, tmp_path / "whole", extra=dropout))
+    assert code == 0, log[-2000:]
+    assert sorted(p.name for p in (tmp_path / "whole" / "checkpoints").iterdir()) == [
+        "step-00000006.seeds.npz", "step-00000006.weights.h5", "step-00000008.seeds.npz", "step-00000008.weights.h5"]
+    save = checkpointing.ResumableCheckpoint.on_epoch_end
+
+    def save_then_ctrl_c(self, epoch, logs=None):
+        save(self, epoch, logs)
+        if (epoch + 1) * self.steps_per_epoch == 4:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(checkpointing.ResumableCheckpoint, "on_epoch_end", save_then_ctrl_c)
+    code, log = _in_process(_command(preset, data, tmp_path / "run", extra=dropout))
+    assert code == 130, log[-2000:]
+    monkeypatch.undo()
+    code, log = _in_process(_command(preset, data, tmp_path / "run", extra=dropout))
+    assert code == 0 and "Resumed from step 4 of 8" in log, log[-2000:]
+    expected, got = _final_weights(tmp_path / "whole"), _final_weights(tmp_path / "run")
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
