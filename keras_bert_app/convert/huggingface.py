@@ -254,7 +254,8 @@ def save(model, folder, vocabulary_path, lowercase):
 
     A `BertEncoder` becomes a `BertModel` (no prefix); a `BertPretrainer` a
     `BertForPreTraining` (`bert.` prefix, `cls.*` heads), or without its NSP
-    head a `BertForMaskedLM` (whose pooler transformers does not read). Writes
+    head a `BertForMaskedLM` (without our pooler: that class has none, and
+    transformers reports its tensors as unexpected keys). Writes
     `config.json`, `model.safetensors`, `vocab.txt` and
     `tokenizer_config.json` (`do_lower_case`), which transformers'
     `from_pretrained` reads.
@@ -265,6 +266,8 @@ def save(model, folder, vocabulary_path, lowercase):
         next_sentence = model.next_sentence_head is not None
         architecture = "BertForPreTraining" if next_sentence else "BertForMaskedLM"
         mappings = encoder_mappings(encoder.num_layers, "bert.") + head_mappings(next_sentence=next_sentence)
+        if not next_sentence:
+            mappings = without_pooler(mappings, {"pooler"})
     else:
         architecture = "BertModel"
         mappings = encoder_mappings(encoder.num_layers)

@@ -30,7 +30,7 @@ MODEL_TYPE = "albert"
 SENTENCEPIECE_FILE = "spiece.model"
 ENCODER_ARCHITECTURE = "AlbertModel"
 PRETRAINING_ARCHITECTURE = "AlbertForPreTraining"
-MASKED_LM_ARCHITECTURE = "AlbertForMaskedLM"  # no sentence-order head, no pooler (ours is written all the same)
+MASKED_LM_ARCHITECTURE = "AlbertForMaskedLM"  # no sentence-order head, no pooler (nor is ours written)
 PREFIX = "albert."
 # The `tokenizer` entry of an ALBERT preset (`preprocessing.sentencepiece_tokenizer`).
 TOKENIZER_TYPE = "sentencepiece"
@@ -247,6 +247,8 @@ def save(model, folder, sentencepiece_path, lowercase, strip_accents=True):
         sentence_order = getattr(model, "next_sentence_head", None) is not None
         architecture = PRETRAINING_ARCHITECTURE if sentence_order else MASKED_LM_ARCHITECTURE
         mappings = encoder_mappings(groups, PREFIX) + head_mappings(sentence_order)
+        if not sentence_order:  # transformers would report our pooler's tensors as unexpected keys
+            mappings = huggingface.without_pooler(mappings, {"pooler"})
     else:
         architecture = ENCODER_ARCHITECTURE
         mappings = encoder_mappings(groups)
