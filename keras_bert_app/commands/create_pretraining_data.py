@@ -49,7 +49,8 @@ def add_arguments(parser):
                            help="tokenize as this preset does (name or folder): its WordPiece vocabulary and casing, "
                                 "or ALBERT's SentencePiece model (whole words: a \u2581 piece and the pieces after it)")
     parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
-                        help="with --vocab: lowercase and strip accents (uncased models; the default)")
+                        help="with --vocab: lowercase and strip accents (uncased models). Default: as the "
+                             "vocabulary is, lowercase unless it holds uppercase word pieces (a cased one)")
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--max-predictions-per-seq", type=int, default=20)
     parser.add_argument("--masked-lm-prob", type=float, default=0.15)
@@ -71,7 +72,7 @@ def run(args):
         args.input,
         args.output,
         _tokenizer(args),
-        lowercase=True if args.lowercase is None else args.lowercase,
+        lowercase=_lowercase(args),
         max_seq_length=args.max_seq_length,
         max_predictions_per_seq=args.max_predictions_per_seq,
         masked_lm_prob=args.masked_lm_prob,
@@ -112,6 +113,19 @@ def _tokenizer(args):
             "lowercase", "--lowercase/--no-lowercase go with --vocab; with --preset the preset's own casing applies."
         )
     return tokenizer_from_preset(args.preset)
+
+
+def _lowercase(args):
+    """--lowercase as given; else lowercase unless the --vocab file is cased (said in a line)."""
+    if args.lowercase is not None or args.vocab is None or not os.path.isfile(args.vocab):
+        return True if args.lowercase is None else args.lowercase  # (a missing file: named by the stage function)
+    from keras_bert_app.convert.weight_map import vocabulary_is_lowercase
+
+    if vocabulary_is_lowercase(args.vocab):
+        return True
+    print(f"{args.vocab} holds uppercase word pieces: a cased vocabulary, so the text keeps its case and accents "
+          "(--lowercase to lowercase it all the same).")
+    return False
 
 
 def _pairing_line(summary):

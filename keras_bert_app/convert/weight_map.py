@@ -223,9 +223,12 @@ def check_vocabulary(path, vocabulary_size):
 
 
 def vocabulary_is_lowercase(path):
-    """True when no token outside `[...]` specials has an uppercase letter."""
+    """True when no token outside `[...]` and `<...>` specials has an uppercase letter.
+
+    (Chinese BERT's uncased vocabulary holds `<S>` and `<T>`.)
+    """
     for token in read_vocabulary(path):
-        if token.startswith("[") and token.endswith("]"):
+        if len(token) > 2 and (token[0], token[-1]) in (("[", "]"), ("<", ">")):
             continue
         if token != token.lower():
             return False

@@ -184,3 +184,30 @@ def test_bad_arguments_raise_one_typed_error_naming_the_argument(small_corpus, t
         create_pretraining_data(**arguments)
     assert raised.value.argument == argument and argument in str(raised.value)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_cased_vocabulary_keeps_the_texts_case_unless_told(small_corpus, shared_data, tmp_path, capsys):
+    """With --vocab and no --lowercase/--no-lowercase, the casing is the vocabulary's: BERT's cased one (its
+    capitalised pieces would never match lowercased text) keeps the case; the uncased and the Chinese ones
+    (whose only capitals are `<S>` and `<T>`) lowercase."""
+    import tensorflow as tf
+
+    from keras_bert_app.convert.weight_map import vocabulary_is_lowercase
+
+    vocabularies = shared_data / "vocab"
+    assert [vocabulary_is_lowercase(vocabularies / f"bert_{name}_vocab.txt") for name in ("uncased", "chinese", "cased")
+            ] == [True, True, False]
+    cased = str(vocabularies / "bert_cased_vocab.txt")
+    the = pathlib.Path(cased).read_text(encoding="utf-8").split("\n").index("The")
+
+    def ids(output):
+        records = tf.data.TFRecordDataset(sorted(map(str, output.glob("*.tfrecord"))))
+        feature = {"input_ids": tf.io.FixedLenFeature([64], tf.int64)}
+        return {int(i) for record in records for i in tf.io.parse_single_example(record, feature)["input_ids"].numpy()}
+
+    assert create(small_corpus, tmp_path / "kept", cased) == 0
+    assert "a cased vocabulary, so the text keeps its case" in capsys.readouterr().out
+    assert the in ids(tmp_path / "kept")
+    assert create(small_corpus, tmp_path / "lowered", cased, "--lowercase") == 0
+    assert "cased vocabulary" not in capsys.readouterr().out
+    assert the not in ids(tmp_path / "lowered")
