@@ -72,7 +72,7 @@ def run(args):
         args.input,
         args.output,
         _tokenizer(args),
-        lowercase=_lowercase(args),
+        lowercase=args.lowercase,  # None: as the --vocab file is
         max_seq_length=args.max_seq_length,
         max_predictions_per_seq=args.max_predictions_per_seq,
         masked_lm_prob=args.masked_lm_prob,
@@ -113,19 +113,6 @@ def _tokenizer(args):
             "lowercase", "--lowercase/--no-lowercase go with --vocab; with --preset the preset's own casing applies."
         )
     return tokenizer_from_preset(args.preset)
-
-
-def _lowercase(args):
-    """--lowercase as given; else lowercase unless the --vocab file is cased (said in a line)."""
-    if args.lowercase is not None or args.vocab is None or not os.path.isfile(args.vocab):
-        return True if args.lowercase is None else args.lowercase  # (a missing file: named by the stage function)
-    from keras_bert_app.convert.weight_map import vocabulary_is_lowercase
-
-    if vocabulary_is_lowercase(args.vocab):
-        return True
-    print(f"{args.vocab} holds uppercase word pieces: a cased vocabulary, so the text keeps its case and accents "
-          "(--lowercase to lowercase it all the same).")
-    return False
 
 
 def _pairing_line(summary):

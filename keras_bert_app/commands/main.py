@@ -117,7 +117,7 @@ _PACKAGE_FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _one_line_warning(command, formatwarning, message, category, filename, lineno, line=None):
     """`keras-bert-app COMMAND: warning: MESSAGE` for the library's own warnings; others as `formatwarning` has them."""
-    if not os.path.abspath(filename).startswith(_PACKAGE_FOLDER + os.sep):
+    if not issubclass(category, UserWarning) or not os.path.abspath(filename).startswith(_PACKAGE_FOLDER + os.sep):
         return formatwarning(message, category, filename, lineno, line)
     text = " ".join(str(message).split("\n")).strip()
     return f"keras-bert-app {command}: warning: {text}\n"

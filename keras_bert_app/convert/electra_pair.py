@@ -29,7 +29,7 @@ def save_pair(discriminator, masked_lm, output):
         warnings.warn(
             "The generator's embedding tables differ from the discriminator's; the pair shares the "
             "discriminator's (ELECTRA trains one set), so the generator's copy is not kept.",
-            stacklevel=4,
+            stacklevel=5,
         )
     generator_config = {key: value for key, value in masked_lm.encoder.get_config().items() if key in ENCODER_KEYS}
     pretrainer = ElectraPretrainer(discriminator.encoder, generator=generator_config)

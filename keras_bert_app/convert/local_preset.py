@@ -1,9 +1,11 @@
 """`preset_folder`: what `predict`, `evaluate` and `export` are given, as one of our preset folders."""
 
 import hashlib
+import importlib.metadata
 import os
 import pathlib
 import shutil
+import warnings
 
 from keras_bert_app import errors, presets
 from keras_bert_app.convert import detect
@@ -38,14 +40,24 @@ def preset_folder(preset, log=None, task=False):
     source_format = detect.detect_format(folder)
     if source_format is None:
         return preset
-    if task and (source_format != "huggingface" or huggingface_heads.task_head(folder) is None):
-        raise errors.ArgumentError("preset", f"{folder}: a {source_format} checkpoint of an encoder, with no task "
-                                   "head to predict with (BERT's task classes: BertForSequenceClassification, "
-                                   "BertForTokenClassification, ...): fine-tune it first (`finetune ... --preset "
-                                   f"{folder}`) and pass the run folder.")
-    files = sorted((path.name, path.stat().st_size, path.stat().st_mtime_ns) for path in folder.iterdir()
-                   if path.is_file())
-    key = hashlib.sha256(repr((str(folder.resolve()), files)).encode()).hexdigest()[:20]
+    if task:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ELECTRA's and ALBERT's task classes: said below
+            head = huggingface_heads.task_head(folder) if source_format == "huggingface" else None
+        if head is None:
+            raise errors.ArgumentError(
+                "preset", f"{folder}: a {source_format} checkpoint without a BERT task head that we read "
+                "(BertForSequenceClassification, BertForTokenClassification, BertForQuestionAnswering, "
+                f"BertForMultipleChoice): fine-tune it first (`finetune ... --preset {folder}`) and pass the run folder."
+            )
+    try:
+        version = importlib.metadata.version("keras-bert-app")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    files = sorted((str(path.relative_to(folder)), path.stat().st_size, path.stat().st_mtime_ns)
+                   for path in folder.rglob("*") if path.is_file())
+    identity = (version, str(folder.resolve()), files)  # another release's converter converts again
+    key = hashlib.sha256(repr(identity).encode()).hexdigest()[:20]
     converted = hub.cache_root() / "converted" / key
     if not (converted / presets.CONFIG_FILE).is_file():
         if log is not None:
@@ -54,8 +66,13 @@ def preset_folder(preset, log=None, task=False):
         shutil.rmtree(temporary, ignore_errors=True)
         try:
             import_checkpoint(folder, temporary, source_format)
-            if not converted.exists():
+            if not (converted / presets.CONFIG_FILE).is_file():  # a folder left without its config: replaced
+                shutil.rmtree(converted, ignore_errors=True)
+            try:
                 os.replace(temporary, converted)
+            except OSError:
+                if not (converted / presets.CONFIG_FILE).is_file():  # else another process converted it meanwhile
+                    raise
         finally:
             shutil.rmtree(temporary, ignore_errors=True)
     return converted

@@ -110,14 +110,20 @@ def _input_files(input_files):
         raise errors.ArgumentError("input_files", f"input_files: {error}") from None
 
 
-def _tokenizer(tokenizer, lowercase):
-    """A `BertTokenizer` as given, or one built from a vocabulary file."""
+def _tokenizer(tokenizer, lowercase, log):
+    """A `BertTokenizer` as given, or one built from a vocabulary file (`lowercase` None: as the vocabulary is)."""
     if isinstance(tokenizer, (str, os.PathLike)):
         path = errors.check_path("tokenizer", tokenizer)
         if not path.is_file():
             raise errors.MissingFileError("tokenizer", f"Vocabulary file {str(path)!r} does not exist (tokenizer).")
+        from keras_bert_app.convert.weight_map import vocabulary_is_lowercase
         from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
 
+        if lowercase is None:
+            lowercase = vocabulary_is_lowercase(path)
+            if not lowercase and log is not None:
+                log(f"{path} holds uppercase word pieces: a cased vocabulary, so the text keeps its case and accents "
+                    "(lowercase=True, --lowercase, to lowercase it all the same).")
         return BertTokenizer(vocabulary=str(path), lowercase=lowercase)
     if not callable(getattr(tokenizer, "get_vocabulary", None)):
         raise errors.ArgumentTypeError(
@@ -139,8 +145,10 @@ def _check_settings(max_seq_length, max_predictions_per_seq, masked_lm_prob, sho
         errors.check_int(name, value, minimum=1)
     errors.check_int("seed", seed)
     for name, value in (("whole_word_masking", whole_word_masking), ("overwrite", overwrite),
-                        ("progress", progress), ("lowercase", lowercase)):
+                        ("progress", progress)):
         errors.check_type(name, value, bool)
+    if lowercase is not None:
+        errors.check_type("lowercase", lowercase, bool)
 
 
 def create_pretraining_data(
@@ -148,7 +156,7 @@ def create_pretraining_data(
     output_dir: str | os.PathLike,
     tokenizer: "BertTokenizer | str | os.PathLike",
     *,
-    lowercase: bool = True,
+    lowercase: bool | None = None,
     max_seq_length: int = 128,
     max_predictions_per_seq: int = 20,
     masked_lm_prob: float = 0.15,
@@ -179,8 +187,9 @@ def create_pretraining_data(
         tokenizer: a `BertTokenizer` (called on a `tf.string` batch, returns
             ragged ids; has `get_vocabulary()`), or the path of a WordPiece
             vocabulary file (one token a line), read with `lowercase`.
-        lowercase: bool. Lower-case and strip accents (uncased models); used
-            when `tokenizer` is a vocabulary file.
+        lowercase: bool or None. Lower-case and strip accents (uncased
+            models); used when `tokenizer` is a vocabulary file. None: as the
+            vocabulary is, lowercase unless it holds uppercase word pieces.
         max_seq_length, max_predictions_per_seq, masked_lm_prob,
         short_seq_prob, whole_word_masking, seed, masking, max_ngram: see
             `InstanceMaker`. `masking` is `token`, `whole_word` or `ngram`.
@@ -233,7 +242,7 @@ def create_pretraining_data(
     errors.check_type("entity_masking", entity_masking, bool)
     errors.check_choice("pairing", pairing, PAIRINGS)
     segment = resolve_segmenter(segmenter, entities=entity_masking)
-    tokenizer = _tokenizer(tokenizer, lowercase)
+    tokenizer = _tokenizer(tokenizer, lowercase, log)
     output_dir = os.fspath(errors.check_path("output_dir", output_dir))
     files = _input_files(input_files)
     old_records = _check_output(output_dir, overwrite)

@@ -102,6 +102,25 @@ def evaluate_v1(articles, predictions):
     return {"exact_match": 100.0 * exact / total, "f1": 100.0 * f1 / total}
 
 
+def raw_scores(articles, predictions):
+    """`(has_answer, exact, f1)`: dicts question id -> bool / v2.0 score of the prediction as given (no threshold)."""
+    has_answer, exact_raw, f1_raw = {}, {}, {}
+    for qa in _questions(articles):
+        qas_id = str(qa["id"])
+        golds = [answer["text"] for answer in qa.get("answers", []) if normalize_answer(answer["text"])]
+        has_answer[qas_id] = bool(golds)
+        golds = golds or [""]
+        prediction = predictions.get(qas_id)
+        if prediction is None:
+            exact_raw[qas_id] = f1_raw[qas_id] = 0
+            continue
+        exact_raw[qas_id] = max(exact_match(prediction, gold) for gold in golds)
+        f1_raw[qas_id] = max(f1_v2(prediction, gold) for gold in golds)
+    if not has_answer:
+        raise ValueError("The SQuAD data has no questions to score.")
+    return has_answer, exact_raw, f1_raw
+
+
 def evaluate_v2(articles, predictions, na_probs=None, na_prob_thresh=1.0):
     """Official SQuAD v2.0 scores.
 
@@ -118,20 +137,7 @@ def evaluate_v2(articles, predictions, na_probs=None, na_prob_thresh=1.0):
         are such questions), and with `na_probs` given `best_exact`,
         `best_exact_thresh`, `best_f1`, `best_f1_thresh`.
     """
-    has_answer, exact_raw, f1_raw = {}, {}, {}
-    for qa in _questions(articles):
-        qas_id = str(qa["id"])
-        golds = [answer["text"] for answer in qa.get("answers", []) if normalize_answer(answer["text"])]
-        has_answer[qas_id] = bool(golds)
-        golds = golds or [""]
-        prediction = predictions.get(qas_id)
-        if prediction is None:
-            exact_raw[qas_id] = f1_raw[qas_id] = 0
-            continue
-        exact_raw[qas_id] = max(exact_match(prediction, gold) for gold in golds)
-        f1_raw[qas_id] = max(f1_v2(prediction, gold) for gold in golds)
-    if not has_answer:
-        raise ValueError("The SQuAD data has no questions to score.")
+    has_answer, exact_raw, f1_raw = raw_scores(articles, predictions)
     given_probs = na_probs is not None
     if given_probs:
         missing = [qas_id for qas_id in has_answer if qas_id not in na_probs]

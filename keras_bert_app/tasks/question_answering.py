@@ -206,28 +206,43 @@ class QuestionAnswering(Task):
 
 
 def null_threshold_of_best_f1(articles, predictions, null_odds):
-    """The no-answer threshold at which the official v2.0 F1 is its `best_f1`, halfway between two questions.
+    """The no-answer threshold with the best official v2.0 F1, halfway between two questions' null score differences.
 
     Args:
         articles: the `data` list of the SQuAD file.
         predictions: dict question id -> best non-null answer.
         null_odds: dict question id -> null score difference (no answer above the threshold).
 
-    The official sweep's `best_f1_thresh` is one question's own null score
-    difference, so recomputing its logits (`predict`, an export, another
-    backend) can flip that question by a rounding error: halfway to the
-    next question's difference makes the same choices with a margin either
-    side. Where answering no question scores best, the sweep reports 0.0
-    (its probabilities start at 0); a null score difference can be negative,
-    so that threshold would answer some: the threshold is then below them all.
+    The official sweep (`best_f1_thresh`) answers questions one at a time in
+    order of their differences, so its threshold is one question's own
+    difference (recomputing the logits, in `predict`, an export or another
+    backend, can flip that question by a rounding error), its best may fall
+    inside a group of equal differences (which no threshold can split), and
+    where answering nothing scores best it says 0.0, which answers every
+    negative difference. Here the sweep answers each group of equal
+    differences at once and keeps the first best: the threshold is then
+    halfway to the next group (below them all when answering nothing is
+    best, above them all when answering everything is).
     """
-    from keras_bert_app.evaluation.squad_metrics import evaluate_v2
+    from keras_bert_app.evaluation.squad_metrics import raw_scores
 
-    scores = evaluate_v2(articles, predictions, null_odds)
-    best_f1, best = scores["best_f1"], float(scores["best_f1_thresh"])
-    odds = sorted({float(value) for value in null_odds.values()})
-    above = [value for value in odds if value > best]
-    threshold = (best + above[0]) / 2 if above else best + 1.0
-    if odds and evaluate_v2(articles, predictions, null_odds, threshold)["f1"] < best_f1 - 1e-9:
-        threshold = odds[0] - 1.0  # every question unanswered
-    return threshold
+    has_answer, _, f1 = raw_scores(articles, predictions)
+    groups = {}
+    for qas_id, odds in null_odds.items():
+        if qas_id in has_answer:  # answering it: its F1 if it has an answer, else -1 for a non-empty prediction
+            gain = f1[qas_id] if has_answer[qas_id] else -float(bool(predictions.get(qas_id)))
+            groups[float(odds)] = groups.get(float(odds), 0.0) + gain
+    values = sorted(groups)
+    if not values:
+        return 0.0
+    score = best = 0.0
+    best_index = -1  # -1: answer nothing
+    for index, value in enumerate(values):
+        score += groups[value]
+        if score > best + 1e-12:
+            best, best_index = score, index
+    if best_index < 0:
+        return values[0] - 1.0
+    if best_index == len(values) - 1:
+        return values[-1] + 1.0
+    return (values[best_index] + values[best_index + 1]) / 2

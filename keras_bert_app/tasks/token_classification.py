@@ -65,7 +65,8 @@ class TokenClassification(Task):
     def summary(self, split):
         line = super().summary(split)
         if split.truncated:  # their words past the limit have no logits: `decode_tags` tags them O
-            line = line.replace(" were truncated", " were truncated (their words past the limit are tagged O)", 1)
+            head, said, tail = line.rpartition(" were truncated")
+            line = f"{head}{said} (their words past the limit are tagged O){tail}"
         return line
 
     def decode(self, split, logits):

@@ -10,7 +10,7 @@ weights with an old position; this does not.)
 
 The random state of dropout (each layer's `keras.random.SeedGenerator`
 state, which `save_weights` leaves out; on PyTorch, whose unseeded dropout
-draws from torch's CPU generator, that generator's state) goes to
+draws from torch's generators, their states) goes to
 `step-NNNNNNNN.seeds.npz`,
 written before the weights: a resumed run draws the masks the
 uninterrupted run would have drawn, not those of the run's first steps
@@ -97,19 +97,22 @@ class ResumableCheckpoint(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         # torch's generator as the newest checkpoint left it, set before the first batch: `fit`'s setup draws from
         # it (its data loader's seed) after the restore, where an uninterrupted run passes the checkpoint without.
-        self._torch_state = None
+        self._torch_states = None
         checkpoints = list_checkpoints(self.directory)
         seeds = seeds_path(self.directory, checkpoints[-1][0]) if checkpoints else None
         if keras.config.backend() == "torch" and seeds is not None and seeds.is_file():
             with np.load(seeds) as saved:
-                self._torch_state = saved["torch"] if "torch" in saved.files else None
+                self._torch_states = {name: saved[name] for name in ("torch", "torch_cuda") if name in saved.files}
 
     def on_train_batch_begin(self, batch, logs=None):
-        if getattr(self, "_torch_state", None) is not None:
+        if getattr(self, "_torch_states", None):
             import torch
 
-            torch.set_rng_state(torch.from_numpy(self._torch_state))
-            self._torch_state = None
+            if "torch" in self._torch_states:
+                torch.set_rng_state(torch.from_numpy(self._torch_states["torch"]))
+            if "torch_cuda" in self._torch_states and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all([torch.from_numpy(state) for state in self._torch_states["torch_cuda"]])
+            self._torch_states = None
 
     def on_epoch_end(self, epoch, logs=None):
         if not self.enabled:
@@ -124,6 +127,8 @@ class ResumableCheckpoint(keras.callbacks.Callback):
             import torch
 
             arrays["torch"] = torch.get_rng_state().numpy()
+            if torch.cuda.is_available():  # dropout on a GPU draws from each device's generator
+                arrays["torch_cuda"] = np.stack([state.numpy() for state in torch.cuda.get_rng_state_all()])
         with open(seeds.with_name(f".{seeds.name}.tmp"), "wb") as file:
             np.savez(file, **arrays)
         os.replace(file.name, seeds)

@@ -257,7 +257,7 @@ def finetune(
     started = time.perf_counter()
     with graph_optimization_for(model), warnings.catch_warnings():
         # Tagging and span heads read the tokens, not the pooler: it gets no gradient, as it should.
-        warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler/")
+        warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \[('[\w/]*pooler/\w+'(, )?)+\] ")
         model.fit(
             **fit_arguments,
             validation_data=validation_data if validation_freq else None,

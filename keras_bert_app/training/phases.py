@@ -223,7 +223,7 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
         build_without_reading(pretrainer, dataset)
         with warnings.catch_warnings():
             # Without NSP (masked LM only, ELECTRA) no loss reads the pooler: expected, not worth a warning.
-            warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \['pooler/")
+            warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \[('[\w/]*pooler/\w+'(, )?)+\] ")
             try:
                 pretrainer.fit(
                     dataset,

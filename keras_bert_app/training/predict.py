@@ -74,12 +74,13 @@ def predict(
     from keras_bert_app.models.xla import jit_compile_for_lengths
 
     log = log or _quiet
-    preset = preset_folder(preset, log, task=True)  # a run folder's preset/; an HF task checkpoint converted
-    fine_tuned = _fine_tuned_task(preset, task, task_options)
+    check_preset("preset", preset)
     input_path = errors.check_file("input", input)
     output = errors.check_path("output", output)
     errors.check_int("batch_size", batch_size, minimum=1)
     errors.check_type("bucketing", bucketing, bool)
+    preset = preset_folder(preset, log, task=True)  # a run folder's preset/; an HF task checkpoint converted
+    fine_tuned = _fine_tuned_task(preset, task, task_options)
     fine_tuned.prepare(preset)
     fine_tuned.bucketing = bucketing
     examples = fine_tuned.read(input_path, labeled=False)
@@ -132,11 +133,12 @@ def evaluate(
     from keras_bert_app.models.xla import jit_compile_for_lengths
 
     log = log or _quiet
-    preset = preset_folder(preset, log, task=True)
-    fine_tuned = _fine_tuned_task(preset, None, {})
+    check_preset("preset", preset)
     input_path = errors.check_file("input", input)
     errors.check_int("batch_size", batch_size, minimum=1)
     errors.check_type("bucketing", bucketing, bool)
+    preset = preset_folder(preset, log, task=True)
+    fine_tuned = _fine_tuned_task(preset, None, {})
     fine_tuned.prepare(preset)
     fine_tuned.bucketing = bucketing
     examples = fine_tuned.read(input_path)

@@ -35,3 +35,14 @@ def test_the_threshold_gives_the_best_f1_halfway_between_two_questions(shift):
     # a and c answered (right), b and d not: every question scores.
     assert evaluate_v2(articles, predictions, null_odds, threshold)["f1"] == pytest.approx(100.0)
     assert threshold == pytest.approx(shift + 0.5)  # halfway between c's -1 and b's 2
+
+
+def test_questions_of_equal_null_score_differences_are_answered_together():
+    # x (-5, right) and a (1.0, right) should be answered, b (1.0, unanswerable, answered anyway) should not: no
+    # threshold splits a and b, so the best is x alone (66.7), not "answer nothing" (33.3) nor both (66.7 too, later).
+    articles = _articles([("x", "red"), ("a", "green"), ("b", None)])
+    predictions = {"x": "red", "a": "green", "b": "blue"}
+    null_odds = {"x": -5.0, "a": 1.0, "b": 1.0}
+    threshold = null_threshold_of_best_f1(articles, predictions, null_odds)
+    assert -5.0 < threshold < 1.0
+    assert evaluate_v2(articles, predictions, null_odds, threshold)["f1"] == pytest.approx(200 / 3)
