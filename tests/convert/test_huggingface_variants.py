@@ -207,17 +207,22 @@ def test_a_transformers_5_folder_without_vocab_txt_is_a_preset(tmp_path, monkeyp
         BertPreprocessor.from_preset(source)
 
 
+def _with_special_tokens_only(source, architecture):
+    """An HF `architecture` folder whose tokenizer.json (saved by transformers 5, no vocab.txt) holds the 5 specials."""
+    transformers = pytest.importorskip("transformers")
+    _huggingface(architecture, source, vocab_size=5)
+    (source / "vocab.txt").unlink()
+    specials = source.parent / "specials.txt"
+    specials.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
+    transformers.BertTokenizer(vocab=str(specials)).save_pretrained(str(source))
+    return source
+
+
 def test_a_tokenizer_json_of_special_tokens_only_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
     """`BertTokenizerFast(vocab_file=...)` in transformers 5 keeps only the special tokens (it wants `vocab=`); a
     checkpoint saved with one has no word pieces, which tensorflow-text refuses deep inside: named here instead."""
-    transformers = pytest.importorskip("transformers")
     monkeypatch.setenv("KERAS_BERT_APP_CACHE", str(tmp_path / "cache"))
-    source = tmp_path / "hf"
-    _huggingface("BertModel", source, vocab_size=5)
-    (source / "vocab.txt").unlink()
-    specials = tmp_path / "specials.txt"
-    specials.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
-    transformers.BertTokenizer(vocab=str(specials)).save_pretrained(str(source))
+    source = _with_special_tokens_only(tmp_path / "hf", "BertModel")
     data = tmp_path / "train.csv"
     data.write_text("text,label\nword1 word2,a\nword3,b\n", encoding="utf-8")
     capsys.readouterr()
@@ -262,14 +267,8 @@ def test_a_failed_convert_leaves_no_half_written_preset(tmp_path, monkeypatch, c
     """A task checkpoint whose tokenizer.json cannot be our vocabulary: `convert` fails after the weights would be
     written; the output folder is not left holding weights without a vocabulary (which a rerun would refuse
     to overwrite and `predict` would fail on)."""
-    transformers = pytest.importorskip("transformers")
     monkeypatch.setenv("KERAS_BERT_APP_CACHE", str(tmp_path / "cache"))
-    source = tmp_path / "hf"
-    _huggingface("BertForSequenceClassification", source, vocab_size=5)
-    (source / "vocab.txt").unlink()
-    specials = tmp_path / "specials.txt"
-    specials.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
-    transformers.BertTokenizer(vocab=str(specials)).save_pretrained(str(source))
+    source = _with_special_tokens_only(tmp_path / "hf", "BertForSequenceClassification")
     output = tmp_path / "out"
     argv = ["convert", "--from", "huggingface", str(source), "--output", str(output)]
     assert cli.main(argv) == 2
