@@ -24,6 +24,19 @@ def _probe(argv, tmp_path):
     return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
 
 
+@pytest.mark.parametrize("given", [None, "1"])
+def test_run_process_leaves_op_stacks_out_unless_the_environment_keeps_them(given, tmp_path):
+    env = {name: value for name, value in __import__("os").environ.items() if name != "KERAS_BERT_APP_OP_STACKS"}
+    if given is not None:
+        env["KERAS_BERT_APP_OP_STACKS"] = given
+    probe = "import os, sys\nfrom keras_bert_app.commands import main as entry\nentry.main = lambda argv: 0\n" \
+        "entry.run_process([])\nprint(os.environ.get('KERAS_BERT_APP_OP_STACKS'))"
+    result = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                            env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["0" if given is None else given]
+
+
 def test_the_console_script_runs_its_process_through_run_process(monkeypatch):
     calls = []
     monkeypatch.setattr(entry, "run_process", lambda argv=None: calls.append(argv) or 7)
