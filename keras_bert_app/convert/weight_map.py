@@ -110,7 +110,7 @@ def load_mapped(model, mappings, get_tensor, source_name):
             )
         values.append((variable, mapping.layout.to_ours(array, our_shape)))
     for variable, value in values:
-        variable.assign(value.astype(variable.dtype))
+        variable.assign(value.astype(variable.dtype, copy=False))  # TensorFlow copies it once more anyway
 
 
 def export_mapped(model, mappings):
