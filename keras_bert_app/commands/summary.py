@@ -6,7 +6,8 @@
 
 def add_arguments(parser):
     parser.add_argument("--preset", default="bert_tiny_uncased", help="built-in preset name or preset folder")
-    parser.add_argument("--sequence-length", type=int, default=128)
+    parser.add_argument("--sequence-length", type=int, default=None,
+                        help="tokens per sequence (default: 128, or the preset's max_sequence_length if fewer)")
     parser.add_argument("--batch-size", type=int, default=8)
 
 
@@ -19,7 +20,7 @@ def run(args):
     print(f"preset {args.preset}: {summary.parameters:,} parameters, {weights}, backend {summary.backend}")
     shapes = summary.output_shapes
     print(
-        f"forward pass, batch {args.batch_size} x seq {args.sequence_length}: {summary.forward_seconds:.3f} s; "
+        f"forward pass, batch {args.batch_size} x seq {summary.sequence_length}: {summary.forward_seconds:.3f} s; "
         f"sequence_output {shapes['sequence_output']}, pooled_output {shapes['pooled_output']}, "
         f"{shapes['encoder_outputs']} encoder_outputs"
     )

@@ -296,8 +296,12 @@ def export_preset(preset, output, target_format):
         model = BertPretrainer.from_preset(preset)
     else:
         model = BertEncoder.from_preset(preset)
-    lowercase = resolved.config.get("tokenizer", {}).get("lowercase", True)
-    return pathlib.Path(writers[target_format].save(model, output, resolved.vocabulary_path, lowercase))
+    tokenizer = resolved.config.get("tokenizer", {})
+    options = {"special_tokens_in_strings": bool(tokenizer.get("special_tokens_in_strings", False))} \
+        if target_format == "keras_hub" else {}
+    return pathlib.Path(writers[target_format].save(
+        model, output, resolved.vocabulary_path, tokenizer.get("lowercase", True), **options
+    ))
 
 
 def _export_albert(preset, resolved, output, target_format):

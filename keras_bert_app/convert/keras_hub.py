@@ -16,6 +16,7 @@ from keras_bert_app.convert.weight_map import ConversionError, Mapping
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
 TOKENIZER_CONFIG_FILE = "tokenizer.json"
+TASK_CONFIG_FILE = "task.json"
 VOCABULARY_FILE = "assets/tokenizer/vocabulary.txt"
 BACKBONE_CLASS = "BertBackbone"
 ACTIVATION = "gelu_approximate"
@@ -48,9 +49,7 @@ def read_config(folder):
             f"{BACKBONE_CLASS} and ElectraBackbone presets, not other architectures."
         )
     backbone = config["config"]
-    lowercase = True
-    if (folder / TOKENIZER_CONFIG_FILE).is_file():
-        lowercase = bool(_read_json(folder / TOKENIZER_CONFIG_FILE).get("config", {}).get("lowercase", True))
+    note_task_head(folder)
     return {
         "name": folder.name,
         "description": f"Converted from the keras-hub preset {folder.name}.",
@@ -67,8 +66,61 @@ def read_config(folder):
             "layer_norm_epsilon": LAYER_NORM_EPSILON,
             "initializer_range": 0.02,
         },
-        "tokenizer": {"vocabulary": VOCABULARY_FILE, "lowercase": lowercase},
+        "tokenizer": tokenizer_entry(folder),
     }
+
+
+def tokenizer_entry(folder):
+    """Our preset's tokenizer entry from a keras-hub preset's `tokenizer.json`: its casing and special-token rule.
+
+    keras-hub's own WordPiece pre-tokenization differs from BERT's in places
+    (see README, "keras-hub presets"): ours, as google-research/bert and HF
+    tokenize, is kept.
+    """
+    settings = {}
+    path = pathlib.Path(folder) / TOKENIZER_CONFIG_FILE
+    if path.is_file():
+        settings = _read_json(path).get("config", {})
+    entry = {"vocabulary": VOCABULARY_FILE, "lowercase": bool(settings.get("lowercase", True))}
+    if settings.get("special_tokens_in_strings"):
+        entry["special_tokens_in_strings"] = True
+    return entry
+
+
+def note_task_head(folder):
+    """Warn that a keras-hub task preset's head (`task.json`, `task.weights.h5`) is not read: the encoder is."""
+    path = pathlib.Path(folder) / TASK_CONFIG_FILE
+    if not path.is_file():
+        return
+    task = _read_json(path)
+    name = task.get("class_name", "?") if isinstance(task, dict) else "?"
+    warnings.warn(
+        f"{folder}: the keras-hub task {name}'s head ({TASK_CONFIG_FILE}, task.weights.h5) is not read; only its "
+        "backbone is (a fine-tuned task of ours starts its own head).",
+        stacklevel=2,
+    )
+
+
+def check_writable(encoder, backbone_class):
+    """Refuse an encoder whose activation keras-hub's backbones cannot compute; warn where outputs differ slightly.
+
+    keras-hub's BERT and ELECTRA backbones always apply the tanh GELU with
+    LayerNorm epsilon 1e-12: the exact GELU and another epsilon give outputs
+    about 1e-4 apart; any other activation would give other outputs.
+    """
+    if encoder.activation not in (ACTIVATION, "gelu"):
+        raise ConversionError(
+            f"the encoder's activation is {encoder.activation!r}; keras-hub's {backbone_class} always computes the "
+            f"tanh GELU ({ACTIVATION!r}), so its outputs there would not be this model's. Convert it to Hugging "
+            "Face (--to huggingface), which names the activation, instead."
+        )
+    if encoder.activation != ACTIVATION or encoder.layer_norm_epsilon != LAYER_NORM_EPSILON:
+        warnings.warn(
+            f"keras-hub's {backbone_class} uses activation {ACTIVATION!r} and layer_norm_epsilon "
+            f"{LAYER_NORM_EPSILON}; this encoder has {encoder.activation!r} and "
+            f"{encoder.layer_norm_epsilon}, so its outputs in keras-hub will differ slightly.",
+            stacklevel=3,
+        )
 
 
 def encoder_mappings(num_layers):
@@ -149,27 +201,21 @@ def load_weights(model, folder):
     return False
 
 
-def save(model, folder, vocabulary_path, lowercase):
+def save(model, folder, vocabulary_path, lowercase, special_tokens_in_strings=False):
     """Write a keras-hub preset folder that `keras_hub.models.BertBackbone.from_preset` loads.
 
     `model` is a `BertEncoder` (or a `BertPretrainer`, whose encoder is
     written: a BertBackbone preset has no pretraining heads).
 
-    keras-hub's BERT has a fixed tanh GELU and LayerNorm epsilon 1e-12; an
-    encoder with another activation or epsilon is written with a warning, as
-    its outputs in keras-hub will differ slightly from ours.
+    keras-hub's BERT has a fixed tanh GELU and LayerNorm epsilon 1e-12
+    (`check_writable`: the exact GELU or another epsilon is written with a
+    warning, another activation refused).
     """
     import keras_hub
 
     encoder = getattr(model, "encoder", model)
     weight_map.check_vocabulary(vocabulary_path, encoder.vocabulary_size)
-    if encoder.activation != ACTIVATION or encoder.layer_norm_epsilon != LAYER_NORM_EPSILON:
-        warnings.warn(
-            f"keras-hub's BertBackbone uses activation {ACTIVATION!r} and layer_norm_epsilon "
-            f"{LAYER_NORM_EPSILON}; this encoder has {encoder.activation!r} and "
-            f"{encoder.layer_norm_epsilon}, so its outputs in keras-hub will differ slightly.",
-            stacklevel=2,
-        )
+    check_writable(encoder, BACKBONE_CLASS)
     backbone = keras_hub.models.BertBackbone(
         vocabulary_size=encoder.vocabulary_size,
         num_layers=encoder.num_layers,
@@ -186,7 +232,10 @@ def save(model, folder, vocabulary_path, lowercase):
     weight_map.load_mapped(backbone, identity, tensors.get, "the encoder")
     folder = pathlib.Path(folder)
     backbone.save_to_preset(str(folder))
-    tokenizer = keras_hub.models.BertTokenizer(vocabulary=str(vocabulary_path), lowercase=bool(lowercase))
+    tokenizer = keras_hub.models.BertTokenizer(
+        vocabulary=str(vocabulary_path), lowercase=bool(lowercase),
+        special_tokens_in_strings=bool(special_tokens_in_strings),
+    )
     tokenizer.save_to_preset(str(folder))
     return folder
 

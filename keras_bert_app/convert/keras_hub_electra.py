@@ -11,7 +11,6 @@ encoder, without their heads).
 """
 
 import pathlib
-import warnings
 
 from keras_bert_app.convert import huggingface_electra, keras_hub, weight_map
 from keras_bert_app.convert.weight_map import ConversionError, Mapping
@@ -40,10 +39,7 @@ def read_config(folder):
             f"{path}: field 'class_name' is {config.get('class_name')!r}; expected {BACKBONE_CLASS!r}."
         )
     backbone = config["config"]
-    lowercase = True
-    if (folder / keras_hub.TOKENIZER_CONFIG_FILE).is_file():
-        tokenizer = keras_hub._read_json(folder / keras_hub.TOKENIZER_CONFIG_FILE)
-        lowercase = bool(tokenizer.get("config", {}).get("lowercase", True))
+    keras_hub.note_task_head(folder)
     encoder = {
         "vocabulary_size": int(backbone["vocab_size"]),
         "num_layers": int(backbone["num_layers"]),
@@ -63,7 +59,7 @@ def read_config(folder):
         "name": folder.name,
         "description": f"Converted from the keras-hub ELECTRA preset {folder.name}.",
         "encoder": encoder,
-        "tokenizer": {"vocabulary": keras_hub.VOCABULARY_FILE, "lowercase": lowercase},
+        "tokenizer": keras_hub.tokenizer_entry(folder),
         "architecture": huggingface_electra.MODEL_TYPE,
     }
 
@@ -102,25 +98,19 @@ def load_weights(model, folder):
     return False
 
 
-def save(model, folder, vocabulary_path, lowercase):
+def save(model, folder, vocabulary_path, lowercase, special_tokens_in_strings=False):
     """Write a keras-hub preset that `keras_hub.models.ElectraBackbone.from_preset` loads.
 
     `model` is a `BertEncoder` or a model with one (its heads are not
     written: an ElectraBackbone preset has none). An encoder whose
     activation or epsilon differs from keras-hub's fixed ones is written
-    with a warning.
+    with a warning, or refused (`keras_hub.check_writable`).
     """
     import keras_hub as hub
 
     encoder = getattr(model, "encoder", model)
     weight_map.check_vocabulary(vocabulary_path, encoder.vocabulary_size)
-    if encoder.activation != keras_hub.ACTIVATION or encoder.layer_norm_epsilon != keras_hub.LAYER_NORM_EPSILON:
-        warnings.warn(
-            f"keras-hub's ElectraBackbone uses activation {keras_hub.ACTIVATION!r} and layer_norm_epsilon "
-            f"{keras_hub.LAYER_NORM_EPSILON}; this encoder has {encoder.activation!r} and "
-            f"{encoder.layer_norm_epsilon}, so its outputs in keras-hub will differ slightly.",
-            stacklevel=2,
-        )
+    keras_hub.check_writable(encoder, BACKBONE_CLASS)
     backbone = hub.models.ElectraBackbone(
         vocab_size=encoder.vocabulary_size,
         num_layers=encoder.num_layers,
@@ -138,7 +128,10 @@ def save(model, folder, vocabulary_path, lowercase):
     weight_map.load_mapped(backbone, identity, tensors.get, "the encoder")
     folder = pathlib.Path(folder)
     backbone.save_to_preset(str(folder))
-    tokenizer = hub.models.ElectraTokenizer(vocabulary=str(vocabulary_path), lowercase=bool(lowercase))
+    tokenizer = hub.models.ElectraTokenizer(
+        vocabulary=str(vocabulary_path), lowercase=bool(lowercase),
+        special_tokens_in_strings=bool(special_tokens_in_strings),
+    )
     tokenizer.save_to_preset(str(folder))
     return folder
 

@@ -11,6 +11,9 @@ from keras_bert_app.convert import resolve
 from keras_bert_app.models.bert_encoder import BertEncoder
 
 
+DEFAULT_SEQUENCE_LENGTH = 128
+
+
 @dataclasses.dataclass(frozen=True)
 class EncoderSummary:
     """What `summarize_encoder` found.
@@ -22,6 +25,7 @@ class EncoderSummary:
         backend: str. The Keras backend.
         forward_seconds: float. One forward pass (after a first, compiling one).
         output_shapes: dict. Shape of `sequence_output` and `pooled_output`, and the number of `encoder_outputs`.
+        sequence_length: int. Tokens per sequence of the timed batch.
     """
 
     encoder: BertEncoder
@@ -30,16 +34,18 @@ class EncoderSummary:
     backend: str
     forward_seconds: float
     output_shapes: dict
+    sequence_length: int = DEFAULT_SEQUENCE_LENGTH
 
 
-def summarize_encoder(preset="bert_tiny_uncased", sequence_length=128, batch_size=8):
+def summarize_encoder(preset="bert_tiny_uncased", sequence_length=None, batch_size=8):
     """Build the encoder of a preset (its weights when it has some here) and time a forward pass.
 
     Args:
         preset: str or path. Any preset `BertEncoder.from_preset` reads; a
             built-in name without local weights gets fresh weights (nothing
             is downloaded).
-        sequence_length: int. Tokens per sequence of the random batch.
+        sequence_length: int. Tokens per sequence of the random batch
+            (default: 128, or the preset's `max_sequence_length` if fewer).
         batch_size: int. Sequences in the batch.
 
     Returns:
@@ -48,10 +54,13 @@ def summarize_encoder(preset="bert_tiny_uncased", sequence_length=128, batch_siz
     Raises:
         keras_bert_app.errors.ArgumentError: a bad preset, length or batch size.
     """
-    errors.check_int("sequence_length", sequence_length, minimum=1)
+    if sequence_length is not None:
+        errors.check_int("sequence_length", sequence_length, minimum=1)
     errors.check_int("batch_size", batch_size, minimum=1)
     weights_loaded = resolve.resolve_preset(preset).has_weights
     encoder = BertEncoder.from_preset(preset, load_weights=weights_loaded)
+    if sequence_length is None:
+        sequence_length = min(DEFAULT_SEQUENCE_LENGTH, encoder.max_sequence_length)
     if sequence_length > encoder.max_sequence_length:
         raise errors.ArgumentError(
             "sequence_length",
@@ -80,4 +89,5 @@ def summarize_encoder(preset="bert_tiny_uncased", sequence_length=128, batch_siz
             "pooled_output": tuple(outputs["pooled_output"].shape),
             "encoder_outputs": len(outputs["encoder_outputs"]),
         },
+        sequence_length=sequence_length,
     )

@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 
+from keras_bert_app import cli
 from keras_bert_app.convert import detect, keras_hub
 from keras_bert_app.convert.weight_map import ConversionError
 from keras_bert_app.models.bert_encoder import BertEncoder
@@ -68,6 +69,44 @@ def test_exact_gelu_encoder_is_written_with_a_warning(tmp_path):
         keras_hub.save(encoder, tmp_path / "out", vocabulary, lowercase=True)
     with pytest.raises(ConversionError, match=r"vocabulary has 29 tokens .* 30 rows"):
         keras_hub.save(encoder, tmp_path / "bad", write_vocabulary(tmp_path / "small.txt", 29), lowercase=True)
+
+
+def test_an_encoder_keras_hub_cannot_compute_is_refused(tmp_path):
+    encoder = BertEncoder(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
+                          max_sequence_length=64, activation="relu")
+    with pytest.raises(ConversionError, match=r"activation is 'relu'; keras-hub's BertBackbone always computes the tanh"):
+        keras_hub.save(encoder, tmp_path / "out", write_vocabulary(tmp_path / "vocab.txt", 30), lowercase=True)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_keras_hub_task_preset_gives_its_backbone_a_line_on_its_head_and_its_special_token_rule(tmp_path):
+    # A BertTextClassifier preset whose tokenizer reads literal special tokens, converted through the command line
+    # and written back: the head is named as not read, and "[SEP]" in a text stays one token both ways.
+    words = ["hello", "world", "[", "]", "se", "##p", "ma", "##sk"]
+    vocabulary = tmp_path / "vocab.txt"
+    vocabulary.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n", encoding="utf-8")
+    tokenizer = hub.models.BertTokenizer(vocabulary=str(vocabulary), lowercase=True, special_tokens_in_strings=True)
+    backbone = hub.models.BertBackbone(vocabulary_size=13, num_layers=1, num_heads=2, hidden_dim=16,
+                                       intermediate_dim=32, max_sequence_length=32)
+    preprocessor = hub.models.BertTextClassifierPreprocessor(tokenizer, sequence_length=16)
+    classifier = hub.models.BertTextClassifier(backbone, num_classes=3, preprocessor=preprocessor)
+    classifier.save_to_preset(str(tmp_path / "task"))
+    text = "hello [SEP] world [MASK]"
+    expected = [int(i) for i in tokenizer(text)]
+    assert expected == [5, 3, 6, 4]
+
+    with pytest.warns(UserWarning, match=r"the keras-hub task BertTextClassifier's head \(task.json, task.weights.h5\) "
+                                         "is not read"):
+        assert cli.main(["convert", "--from", "keras-hub", str(tmp_path / "task"), "--output", str(tmp_path / "ours")]) == 0
+    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+
+    ours = BertTokenizer.from_preset(str(tmp_path / "ours"))
+    assert ours.special_tokens_in_strings is True
+    assert ours([text]).to_list()[0] == expected
+    assert cli.main(["convert", "--to", "keras-hub", str(tmp_path / "ours"),
+                     "--output", str(tmp_path / "back")]) == 0
+    back = hub.models.BertTokenizer.from_preset(str(tmp_path / "back"))
+    assert [int(i) for i in back(text)] == expected
 
 
 def test_other_keras_hub_architectures_are_refused(tmp_path):

@@ -25,6 +25,16 @@ def test_summary_of_a_folder_with_weights(tmp_path):
     assert error.value.argument == "sequence_length"
 
 
+def test_summary_command_cuts_its_default_length_to_the_presets_positions(tmp_path, capsys):
+    folder = BertEncoder(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                         max_sequence_length=64).save_to_preset(tmp_path / "preset")
+    assert cli.main(["summary", "--preset", str(folder), "--batch-size", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "forward pass, batch 2 x seq 64" in out and "sequence_output (2, 64, 8)" in out
+    assert cli.main(["summary", "--preset", str(folder), "--sequence-length", "65"]) == 2
+    assert "sequence_length 65 is longer than the preset's max_sequence_length 64" in capsys.readouterr().err
+
+
 def test_summary_command_bad_preset_is_one_line(capsys):
     assert cli.main(["summary", "--preset", "bert_huge"]) == 2
     error = capsys.readouterr().err
