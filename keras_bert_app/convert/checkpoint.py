@@ -280,6 +280,9 @@ def export_preset(preset, output, target_format):
     from keras_bert_app.models.electra_discriminator import ElectraDiscriminator
 
     target_format = _format_argument("target_format", target_format, TARGET_FORMATS)
+    folder = pathlib.Path(preset).expanduser()
+    if not (folder / presets.CONFIG_FILE).is_file() and (folder / "preset" / presets.CONFIG_FILE).is_file():
+        preset = folder / "preset"  # a `finetune` or `pretrain` run folder: its preset, as `predict` takes it
     resolved = resolve.resolve_preset(preset)
     if is_albert(resolved.config):
         return _export_albert(preset, resolved, output, target_format)

@@ -1,6 +1,7 @@
 """keras-hub BertBackbone presets: outputs equal ours, and a bit-exact round trip."""
 
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -103,7 +104,8 @@ def test_a_keras_hub_task_preset_gives_its_backbone_a_line_on_its_head_and_its_s
     ours = BertTokenizer.from_preset(str(tmp_path / "ours"))
     assert ours.special_tokens_in_strings is True
     assert ours([text]).to_list()[0] == expected
-    assert cli.main(["convert", "--to", "keras-hub", str(tmp_path / "ours"),
+    shutil.copytree(tmp_path / "ours", tmp_path / "run" / "preset")  # a run folder is read for its preset/
+    assert cli.main(["convert", "--to", "keras-hub", str(tmp_path / "run"),
                      "--output", str(tmp_path / "back")]) == 0
     back = hub.models.BertTokenizer.from_preset(str(tmp_path / "back"))
     assert [int(i) for i in back(text)] == expected
