@@ -98,6 +98,10 @@ def run(args):
         f"{len(summary['shards'])} shard(s) in {args.output} "
         f"({summary['seconds']:.1f} s)"
     )
+    empty = len(summary["shards"]) - min(summary["instances"], len(summary["shards"]))
+    if empty:
+        print(f"{empty} of the {len(summary['shards'])} shards hold no instance: fewer instances than --num-shards "
+              f"({summary['instances']}); pretrain passes over them.")
     return 0
 
 

@@ -86,21 +86,9 @@ def phase2_shape(settings, encoder_config):
     """
     if settings.phase2_data is None:
         return {}
-    import tensorflow as tf
-
     from keras_bert_app.training.pretraining_inputs import data_shape, records_shape
 
-    files = sorted(tf.io.gfile.glob(settings.phase2_data))
-    if not files:
-        raise errors.MissingFileError("phase2_data", f"phase2_data: no file matches {settings.phase2_data!r}.")
-    lengths = {path: records_shape(path)[0] for path in files}
-    if len(set(lengths.values())) > 1:
-        listed = ", ".join(f"{path}: {length}" for path, length in lengths.items())
-        raise errors.DataError(
-            f"The phase-2 records in {settings.phase2_data!r} hold sequences of different lengths ({listed}); "
-            "a phase reads one length: give a pattern that matches the records of one create-pretraining-data run."
-        )
-    length = lengths[files[0]]
+    length = records_shape(settings.phase2_data, argument="phase2_data", label="phase-2 records")[0]
     if settings.phase2_max_seq_length is not None and settings.phase2_max_seq_length != length:
         raise errors.ArgumentError(
             "phase2_max_seq_length",
@@ -162,6 +150,23 @@ def check_same_phases(run_dir, settings):
             f"{run_dir} holds a run with other phase-2 arguments ({'; '.join(differences)}). "
             "Rerun with the same arguments to resume it, or pass a new output folder.",
         )
+
+
+def _raise_for_unreadable_records(error, settings):
+    """A `DataError` naming the record file that `error` (from `fit`) failed to read, if that is what happened."""
+    import tensorflow as tf
+
+    from keras_bert_app.training.pretraining_inputs import unreadable_record_file
+
+    if not isinstance(error, tf.errors.DataLossError) or settings.data is None:
+        return
+    found = unreadable_record_file(settings.data)
+    if found is not None:
+        path, message = found
+        raise errors.DataError(
+            f"{path} breaks off or is corrupt ({message}); rerun create-pretraining-data for it, or leave it out "
+            "of the pattern. Checkpoints written before it stay."
+        ) from None
 
 
 def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
@@ -237,6 +242,9 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
             except UnboundLocalError:  # Keras 3.15's JAX trainer on data that gives no batch at all
                 if counter.batches:
                     raise
+            except Exception as error:  # a record file that breaks off after its first record: one line naming it
+                _raise_for_unreadable_records(error, current)
+                raise
         _check_data_lasted(counter.batches, (phase.end - first) * batches, current)
     if chief:
         write_preset(pretrainer, settings.preset, run_dir / PRESET_FOLDER, resolved)

@@ -139,28 +139,61 @@ def _records_pairing(pattern, pair_labels):
         raise errors.DataError(str(error)) from None
 
 
-def records_shape(pattern):
-    """`(max_seq_length, max_predictions, has_pair_labels)` of the first record, after checking the feature names.
+def records_shape(pattern, argument="data", label="records"):
+    """`(max_seq_length, max_predictions, has_pair_labels)` of the records `pattern` matches, after checking them.
 
-    Full-sentence records have no `next_sentence_labels`: `has_pair_labels` False.
+    Every file's first record is read: each must hold the pretraining
+    features, and all one shape (a phase reads one length). Files without a
+    record (`create-pretraining-data` writes some when asked for more shards
+    than it has instances) are passed over. Full-sentence records have no
+    `next_sentence_labels`: `has_pair_labels` False.
     """
     import tensorflow as tf
 
     files = sorted(tf.io.gfile.glob(pattern))
     if not files:
-        raise errors.MissingFileError("data", f"data: no file matches {pattern!r}.")
+        raise errors.MissingFileError(argument, f"{argument}: no file matches {pattern!r}.")
+    shapes = {}
+    for path in files:
+        shape = _first_record_shape(path)
+        if shape is not None:
+            shapes.setdefault(shape, []).append(path)
+    if not shapes:
+        more = f" and {len(files) - 1} more" if len(files) > 1 else ""
+        raise errors.DataError(f"{files[0]}{more} ({argument} {pattern!r}) hold no record.")
+    if len(shapes) > 1:
+        what = "sequences of different lengths" if len({shape[0] for shape in shapes}) > 1 else "records of different shapes"
+        listed = "; ".join(
+            f"{length} tokens, {predictions} predictions{'' if pairs else ', no pair labels'}: {paths[0]}"
+            + (f" and {len(paths) - 1} more" if len(paths) > 1 else "")
+            for (length, predictions, pairs), paths in shapes.items()
+        )
+        raise errors.DataError(
+            f"The {label} in {pattern!r} hold {what} ({listed}); a phase reads one shape: give a pattern that "
+            "matches the records of one create-pretraining-data run."
+        )
+    return next(iter(shapes))
+
+
+def _first_record_shape(path):
+    """`records_shape` of one file's first record; None for a file without records."""
+    import tensorflow as tf
+
+    if tf.io.gfile.isdir(path):
+        raise errors.DataError(f"{path} is a folder, not a TFRecord file: give a pattern of files, such as "
+                               f"'{path.rstrip('/')}/*.tfrecord'.")
     try:
-        raw = next(iter(tf.data.TFRecordDataset(files[0]).take(1)), None)
+        raw = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     except tf.errors.OpError as error:
-        raise errors.DataError(f"{files[0]} is not a readable TFRecord file ({error.message.splitlines()[0]}).") from None
+        raise errors.DataError(f"{path} is not a readable TFRecord file ({error.message.splitlines()[0]}).") from None
     if raw is None:
-        raise errors.DataError(f"{files[0]} holds no record.")
+        return None
     example = tf.train.Example.FromString(raw.numpy())
     features = example.features.feature
     without_label = set(DATA_FEATURES) - {"next_sentence_labels"}
     if set(features) not in (set(DATA_FEATURES), without_label):
         raise errors.DataError(
-            f"{files[0]}: expected pretraining features {sorted(DATA_FEATURES)} (full sentences: without "
+            f"{path}: expected pretraining features {sorted(DATA_FEATURES)} (full sentences: without "
             f"next_sentence_labels); got {sorted(features)}."
         )
 
@@ -172,8 +205,24 @@ def records_shape(pattern):
     for name, expected in (("input_mask", shape[0]), ("segment_ids", shape[0]),
                            ("masked_lm_ids", shape[1]), ("masked_lm_weights", shape[1])):
         if length(name) != expected:
-            raise errors.DataError(f"{files[0]}: feature {name!r} has length {length(name)}, expected {expected}.")
+            raise errors.DataError(f"{path}: feature {name!r} has length {length(name)}, expected {expected}.")
     return (*shape, "next_sentence_labels" in features)
+
+
+def unreadable_record_file(pattern):
+    """The first file `pattern` matches that TensorFlow cannot read to its end (truncated, corrupt), or None.
+
+    Reads every record: for the message of a failed run, not before one.
+    """
+    import tensorflow as tf
+
+    for path in sorted(tf.io.gfile.glob(pattern)):
+        try:
+            for _ in tf.data.TFRecordDataset(path):
+                pass
+        except tf.errors.OpError as error:
+            return path, error.message.splitlines()[0]
+    return None
 
 
 def pretraining_batches(settings, resolved, repeat=True):

@@ -211,3 +211,14 @@ def test_a_cased_vocabulary_keeps_the_texts_case_unless_told(small_corpus, share
     assert create(small_corpus, tmp_path / "lowered", cased, "--lowercase") == 0
     assert "cased vocabulary" not in capsys.readouterr().out
     assert the not in ids(tmp_path / "lowered")
+
+
+def test_more_shards_than_instances_are_written_and_said(vocab, tmp_path, capsys):
+    corpus = tmp_path / "short.txt"
+    corpus.write_text("One short document here.\nIt has two sentences.\n\nAnother one.\nWith two lines.\n",
+                      encoding="utf-8")
+    assert create(corpus, tmp_path / "out", vocab, "--num-shards", "8", "--dupe-factor", "1") == 0
+    out = capsys.readouterr().out
+    instances = json.loads((tmp_path / "out" / "pretraining_data.json").read_text())["instances"]
+    assert 0 < instances < 8 and len(list((tmp_path / "out").glob("*.tfrecord"))) == 8
+    assert f"{8 - instances} of the 8 shards hold no instance: fewer instances than --num-shards ({instances})" in out

@@ -165,3 +165,47 @@ def test_phase_2_bad_input(micro, tmp_path, capsys):
         pretrain(str(micro / "preset"), tmp_path / "x", 8, phase2_data=both, phase2_steps=3, checkpoint_every=2, **keywords)
     assert caught.value.argument == "checkpoint_every"
     assert not (tmp_path / "x").exists()
+
+
+def test_pretrain_data_reads_every_file_passes_over_empty_ones_and_names_a_bad_one(micro, tmp_path, capsys):
+    """Phase 1's --data, like phase 2's: every file is checked, not only the first (a probe's three faults)."""
+    import shutil
+
+    import tensorflow as tf
+
+    def run(pattern, output):
+        argv = ["pretrain", "--preset", str(micro / "preset"), "--data", str(pattern), "--output", str(output),
+                "--batch-size", "8", "--steps", "2", "--checkpoint-every", "2", "--no-jit-compile", "--verbose", "0"]
+        code = cli.main(argv)
+        return code, capsys.readouterr().err.strip()
+
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    shutil.copy(micro / "len16" / "data.tfrecord", mixed / "a.tfrecord")
+    shutil.copy(micro / "len32" / "data.tfrecord", mixed / "b.tfrecord")
+    code, error = run(mixed / "*.tfrecord", tmp_path / "run_mixed")
+    assert code == 2 and len(error.splitlines()) == 1, error
+    assert "hold sequences of different lengths (16 tokens, 4 predictions: " in error and "b.tfrecord" in error
+
+    # A file without records first in the pattern (create-pretraining-data writes some for more shards than instances).
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    with tf.io.TFRecordWriter(str(shards / "a-empty.tfrecord")):
+        pass
+    shutil.copy(micro / "len16" / "data.tfrecord", shards / "b.tfrecord")
+    assert run(shards / "*.tfrecord", tmp_path / "run_shards") == (0, "")
+    assert (tmp_path / "run_shards" / "preset" / "config.json").is_file()
+    code, error = run(shards / "a-*.tfrecord", tmp_path / "run_none")
+    assert code == 2 and "a-empty.tfrecord" in error and "hold no record" in error
+
+    # A file that breaks off after its first records: named, in one line, after the steps it could run.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    data = (micro / "len16" / "data.tfrecord").read_bytes()
+    (broken / "x.tfrecord").write_bytes(data[: len(data) // 4 + 40])  # 8 of 32 records and part of one; 2 steps read 16
+    code, error = run(broken / "*.tfrecord", tmp_path / "run_broken")
+    assert code == 2 and len(error.splitlines()) == 1, error
+    assert "x.tfrecord breaks off or is corrupt" in error
+
+    code, error = run(micro / "len16", tmp_path / "run_folder")
+    assert code == 2 and "is a folder, not a TFRecord file" in error, error
