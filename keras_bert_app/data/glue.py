@@ -3,7 +3,8 @@
 A task folder (e.g. `glue_data/MRPC`) holds `train.tsv` and `dev.tsv` (MNLI:
 `dev_matched.tsv` and `dev_mismatched.tsv`), as written by GLUE's download
 script. CoLA's files have no header (columns: source, label, original label,
-sentence); the others have a header row naming their columns.
+sentence), except its test.tsv (index, sentence); the others have a header
+row naming their columns.
 """
 
 import collections
@@ -62,6 +63,8 @@ def read_glue(path, task_name, labeled=True):
         `TextExamples` with the task's label names.
     """
     task = glue_task(task_name)
+    if not labeled and isinstance(task.text_column, int) and _first_field(path) == "index":
+        task = task._replace(text_column="sentence")  # CoLA's test.tsv: a header, then index and sentence
     header = not isinstance(task.text_column, int)
     wanted = [task.text_column, task.text_pair_column, task.label_column if labeled else None]
     wanted = [column for column in wanted if column is not None]
@@ -90,3 +93,12 @@ def read_glue(path, task_name, labeled=True):
         lines,
         label_column=task.label_column,
     )
+
+
+def _first_field(path):
+    """The first tab-separated field of a file's first line ("" for an empty or unreadable file)."""
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as file:
+            return file.readline().split("\t", 1)[0].strip()
+    except OSError:
+        return ""

@@ -5,6 +5,8 @@ positive class 1 (MRPC, QQP), Matthews correlation (CoLA), Pearson and
 Spearman correlations (STS-B). scikit-learn and scipy do the arithmetic.
 """
 
+import warnings
+
 import numpy as np
 
 
@@ -31,19 +33,41 @@ def matthews_correlation(labels, predictions):
 
 
 def pearson(labels, predictions):
-    """Pearson correlation of scores (STS-B)."""
+    """Pearson correlation of scores (STS-B); None where it is undefined (`_undefined_correlation`)."""
     from scipy.stats import pearsonr
 
     labels, predictions = _pair(labels, predictions, dtype="float64")
+    if _undefined_correlation("pearson", labels, predictions):
+        return None
     return float(pearsonr(labels, predictions)[0])
 
 
 def spearman(labels, predictions):
-    """Spearman rank correlation of scores (STS-B)."""
+    """Spearman rank correlation of scores (STS-B); None where it is undefined (`_undefined_correlation`)."""
     from scipy.stats import spearmanr
 
     labels, predictions = _pair(labels, predictions, dtype="float64")
+    if _undefined_correlation("spearman", labels, predictions):
+        return None
     return float(spearmanr(labels, predictions)[0])
+
+
+def _undefined_correlation(name, labels, predictions):
+    """True, with a warning, where a correlation has no value: fewer than 2 examples, or one side all equal.
+
+    scipy raises for the first and answers NaN for the second (not a JSON
+    number); a metrics file gets `null` and the log says why.
+    """
+    if labels.size < 2:
+        reason = f"{labels.size} example: a correlation needs 2 or more"
+    elif np.all(labels == labels[0]):
+        reason = "the gold scores are all equal"
+    elif np.all(predictions == predictions[0]):
+        reason = "the predicted scores are all equal"
+    else:
+        return False
+    warnings.warn(f"{name} correlation is undefined ({reason}); reported as null.", stacklevel=3)
+    return True
 
 
 METRICS = {

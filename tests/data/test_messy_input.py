@@ -88,6 +88,46 @@ def test_glue_reads_a_bom_and_refuses_a_nan_score(tmp_path, preset, capsys):
     assert_one_line(code, err, r"dev.tsv:4: expected a finite numeric score; got 'NaN'")
 
 
+@pytest.mark.parametrize("dev_rows, reason", [
+    ("0\tA man.\tA boy.\t3.2\n", "1 example: a correlation needs 2 or more"),
+    ("0\tA man.\tA boy.\t3.0\n1\tA cat.\tA dog.\t3.0\n", "the gold scores are all equal"),
+], ids=["one-example", "constant-gold"])
+def test_a_correlation_without_a_value_is_null_with_a_line_not_a_failed_run(tmp_path, preset, capsys, dev_rows, reason):
+    # scipy raised after training for one example (no preset written) and answered NaN (not JSON) for constant scores.
+    folder = tmp_path / "STS-B"
+    folder.mkdir()
+    header = "index\tsentence1\tsentence2\tscore\n"
+    (folder / "train.tsv").write_text(header + "0\tA cat.\tA cat.\t5.0\n1\tA dog.\tA car.\t0.4\n", encoding="utf-8")
+    (folder / "dev.tsv").write_text(header + dev_rows, encoding="utf-8")
+    argv = ["finetune", "glue", "--task", "STS-B", "--data-dir", folder, "--preset", preset, "--output", tmp_path / "run",
+            *FAST]
+    with pytest.warns(UserWarning, match=re.escape(f"pearson correlation is undefined ({reason}); reported as null")):
+        code, _, err = run_cli(argv, capsys)
+    assert code == 0, err
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["dev"]["pearson"] is None and metrics["dev"]["spearman"] is None
+    assert (tmp_path / "run" / "preset" / "config.json").is_file()
+
+
+def test_colas_test_file_with_its_header_is_predicted(tmp_path, preset, capsys):
+    folder = tmp_path / "CoLA"
+    folder.mkdir()
+    rows = ["gj04\t1\t\tOur friends won't buy this analysis.", "gj04\t0\t*\tThey drank the pub.",
+            "gj04\t1\t\tThe sailors rode the breeze.", "gj04\t0\t*\tThe more we study verbs."]
+    (folder / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (folder / "dev.tsv").write_text("\n".join(rows[:2]) + "\n", encoding="utf-8")
+    # GLUE's CoLA test.tsv, unlike its train and dev files, has a header: index, sentence.
+    (folder / "test.tsv").write_text("index\tsentence\n0\tBill whistled.\n1\tThe book was read.\n", encoding="utf-8")
+    code, _, err = run_cli(["finetune", "glue", "--task", "CoLA", "--data-dir", folder, "--preset", preset,
+                            "--output", tmp_path / "run", *FAST], capsys)
+    assert code == 0, err
+    for source in (folder / "test.tsv", folder / "dev.tsv"):
+        output = tmp_path / f"{source.stem}.jsonl"
+        code, _, err = run_cli(["predict", "--preset", tmp_path / "run", "--input", source, "--output", output], capsys)
+        assert code == 0, err
+        assert len(output.read_text().splitlines()) == 2
+
+
 CONLL = "-DOCSTART- -X- -X- O\n\nJohn NNP B-NP B-PER\nlives VBZ B-VP O\n\nParis NNP B-NP B-LOC\n"
 
 
