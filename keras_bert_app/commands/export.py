@@ -33,8 +33,15 @@ def add_arguments(parser):
 
 
 def run(args):
+    import pathlib
+
+    from keras_bert_app import errors
     from keras_bert_app.export.serving import METADATA_FILE, export_for_serving
 
+    if pathlib.Path(args.output).expanduser().is_file():
+        raise errors.ArgumentError(
+            "output", f"--output {args.output} is a file; it names the folder that holds the model's versions."
+        )
     target = export_for_serving(
         args.model,
         args.output,

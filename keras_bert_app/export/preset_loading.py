@@ -27,6 +27,11 @@ def load_for_serving(model_dir, head="auto"):
 
     errors.check_choice("head", head, HEADS)
     task = presets.read_config(model_dir).get("task", {})
+    if presets.weights_path(model_dir) is None:
+        raise errors.MissingFileError(
+            "model", f"export: {model_dir} has no weights here (no {presets.ENCODER_WEIGHTS_FILE}): the SavedModel "
+            "would serve freshly initialised weights. Export a run, a converted checkpoint or a folder with weights.",
+        )
     class_name = task.get("class_name")
     if class_name is not None and head != "auto":
         raise errors.ArgumentError(
@@ -42,7 +47,13 @@ def load_for_serving(model_dir, head="auto"):
     if head == "masked_lm":
         from keras_bert_app.models.bert_pretrainer import BertPretrainer
 
+        if not (presets.preset_dir(model_dir) / HEAD_WEIGHTS_FILE).is_file():
+            raise errors.MissingFileError(
+                "model", f"export --head masked_lm: {model_dir} has no {HEAD_WEIGHTS_FILE} (the masked-LM head a "
+                "pretrain run writes): its fill-in answers would come from fresh weights.",
+            )
+
         return BertPretrainer.from_preset(model_dir), task
     from keras_bert_app.models.bert_encoder import BertEncoder
 
-    return BertEncoder.from_preset(model_dir, load_weights=presets.weights_path(model_dir) is not None), task
+    return BertEncoder.from_preset(model_dir), task

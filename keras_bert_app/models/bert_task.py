@@ -11,7 +11,7 @@ import math
 
 import keras
 
-from keras_bert_app import presets
+from keras_bert_app import errors, presets
 from keras_bert_app.convert import resolve
 from keras_bert_app.layers.initializers import deferred_initialization, truncated_normal
 from keras_bert_app.models import head_weights
@@ -251,7 +251,13 @@ class BertTask(keras.Model):
             return
         resolved.load_weights(self.encoder)
         if reuse_head:
-            head_weights.load_head_weights(self, self._heads_file(resolved))
+            path = self._heads_file(resolved)
+            if not path.is_file():
+                raise errors.MissingFileError(
+                    "preset", f"{resolved.folder} holds a fine-tuned {type(self).__name__} (config.json's "
+                    f"{self.config_entry!r} entry) but not its head's weights, {path.name}.",
+                )
+            head_weights.load_head_weights(self, path)
         else:
             self._warn_fresh_heads(resolved)
 

@@ -133,7 +133,13 @@ def test_no_bucketing_flag(tmp_path, monkeypatch, capsys):
 
     heads = []
     monkeypatch.setattr(serving, "write_saved_model", lambda model, head, target, *rest: heads.append(head) or target)
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+
+    preset = tmp_path / "tiny"
+    BertEncoder.from_preset("bert_tiny_uncased", load_weights=False).save_to_preset(preset)
+    BertTokenizer.from_preset("bert_tiny_uncased").save_to_preset(preset)
     for extra in ([], ["--no-bucketing"]):
-        argv = ["export", "--model", "bert_tiny_uncased", "--head", "features", "--output", str(tmp_path / "x"), *extra]
+        argv = ["export", "--model", str(preset), "--head", "features", "--output", str(tmp_path / "x"), *extra]
         assert cli.main(argv) == 0
     assert [head.bucket_lengths for head in heads] == [(8, 12, 16, 24, 32, 48, 64, 96, 128), (128,)]

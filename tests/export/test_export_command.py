@@ -149,6 +149,37 @@ def test_export_command_serves_masked_lm_from_a_pretrain_run(tmp_path, monkeypat
     assert "--head applies to encoder presets only" in capsys.readouterr().err
 
 
+def test_export_refuses_what_would_serve_fresh_weights_in_one_line(tmp_path, capsys):
+    # Each used to export (exit 0) a SavedModel of freshly initialised weights, or fail with h5py's own message.
+    tokenizer = BertTokenizer.from_preset("bert_tiny_uncased")
+    encoder_only = tmp_path / "encoder"
+    _tiny_encoder().save_to_preset(encoder_only)
+    tokenizer.save_to_preset(encoder_only)
+    no_weights = tmp_path / "no_weights"
+    no_weights.mkdir()
+    for name in ("config.json", "vocab.txt"):
+        (no_weights / name).write_bytes((encoder_only / name).read_bytes())
+    no_head = tmp_path / "no_head"
+    BertClassifier(_tiny_encoder(), num_classes=2).save_to_preset(no_head)
+    tokenizer.save_to_preset(no_head)
+    (no_head / "task.weights.h5").unlink()
+    (tmp_path / "a_file").write_text("")
+    cases = [
+        (["--model", str(no_weights)], "has no weights here (no model.weights.h5): the SavedModel would serve freshly"),
+        (["--model", "bert_tiny_uncased"], "bert_tiny_uncased has no weights here"),
+        (["--model", str(encoder_only), "--head", "masked_lm"], "has no pretrainer.weights.h5 (the masked-LM head"),
+        (["--model", str(no_head)], "holds a fine-tuned BertClassifier (config.json's 'task' entry) but not its head's "
+                                    "weights, task.weights.h5"),
+    ]
+    for argv, message in cases:
+        assert cli.main(["export", *argv, "--output", str(tmp_path / "out")]) == 2, argv
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
+        assert not (tmp_path / "out").exists()
+    assert cli.main(["export", "--model", str(encoder_only), "--output", str(tmp_path / "a_file")]) == 2
+    assert "--output " + str(tmp_path / "a_file") + " is a file" in capsys.readouterr().err
+
+
 def test_readme_export_lines_and_bad_input(tmp_path, monkeypatch, capsys):
     from keras_bert_app.models.bert_multiple_choice import BertMultipleChoice
 
