@@ -98,6 +98,12 @@ def read_config(name_or_path):
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise PresetError(f"{config_path}: malformed JSON ({error}).") from None
+    if isinstance(config, dict) and "encoder" not in config and ("model_type" in config or "architectures" in config):
+        raise PresetError(
+            f"{config_path} is a Hugging Face config ({config.get('model_type') or config.get('architectures')}), but "
+            f"{folder} holds no weights transformers writes (model.safetensors, pytorch_model.bin), so it is read "
+            "as none of the formats we convert."
+        )
     if not isinstance(config, dict) or not isinstance(config.get("encoder"), dict):
         raise PresetError(
             f"{config_path}: expected an object with an 'encoder' object, got "

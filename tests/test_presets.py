@@ -67,3 +67,18 @@ def test_write_config_entry_keeps_other_entries(tmp_path):
     presets.write_config_entry(tmp_path, "encoder", {"hidden_dim": 8})
     config = json.loads((tmp_path / "config.json").read_text())
     assert config == {"tokenizer": {"lowercase": True}, "encoder": {"hidden_dim": 8}}
+
+
+def test_a_hugging_face_folder_without_its_weights_is_named_as_such_in_one_line(tmp_path, capsys):
+    # It was read as one of our presets: "expected an object with an 'encoder' object, got keys [...]".
+    from keras_bert_app import cli
+
+    config = {"architectures": ["BertForSequenceClassification"], "model_type": "bert", "hidden_size": 8}
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n", encoding="utf-8")
+    for argv in (["export", "--model", str(tmp_path), "--output", str(tmp_path / "out")],
+                 ["summary", "--preset", str(tmp_path)]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert "is a Hugging Face config (bert), but" in err and "holds no weights transformers writes" in err, err
+        assert len(err.strip().splitlines()) == 1
