@@ -270,11 +270,16 @@ def finetune(
 
     metrics = {"task": None, "train_examples": len(train), **task.training_statistics(train)}
     metrics["train_seconds"] = round(train_seconds, 1)
+    scoring = model
+    if model.encoder.dtype_policy.name != "float32":
+        # The preset holds the float32 weights, which `predict` and `evaluate` run in float32: so do the dev scores.
+        scoring = task.build_model(preset)
+        scoring.set_weights(model.get_weights())
     for index, split in enumerate(devs):
-        if index == 0 and last_epoch is not None and last_epoch.dev_logits is not None:
+        if index == 0 and last_epoch is not None and last_epoch.dev_logits is not None and scoring is model:
             logits = last_epoch.dev_logits
         else:
-            logits = task.logits(model, split, batch_size)
+            logits = task.logits(scoring, split, batch_size)
         if index == 0:
             task.tune(split, logits, log)
         predictions = task.decode(split, logits)

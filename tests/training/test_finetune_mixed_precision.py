@@ -57,6 +57,24 @@ def test_mixed_precision_trains_in_bfloat16_and_saves_a_float32_preset(tmp_path,
     np.testing.assert_allclose(ours, theirs, atol=0.05)
 
 
+def test_a_mixed_precision_runs_dev_figures_are_its_float32_presets(tmp_path, tiny_preset):
+    # metrics.json came from the bfloat16 model's dev pass; `predict` and `evaluate` run the preset in float32.
+    rows = ["text,score"] + [f"{word} {'good ' * (i % 4)}day,{i % 4 + 0.5 * (i % 3)}"
+                             for i, word in enumerate("the a one two red blue cat dog sun moon sea sky".split())]
+    data = tmp_path / "scores.csv"
+    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    argv = ["finetune", "classify", "--preset", tiny_preset, "--train", data, "--dev", data, "--text-column", "text",
+            "--label-column", "score", "--regression", "--epochs", "2", "--batch-size", "4", "--sequence-length", "16",
+            "--learning-rate", "1e-3", "--output", tmp_path / "run", "--mixed-precision"]
+    assert cli.main([str(a) for a in argv]) == 0
+    assert cli.main(["evaluate", "--preset", str(tmp_path / "run" / "preset"), "--input", str(data),
+                     "--batch-size", "4", "--output", str(tmp_path / "evaluated.json")]) == 0
+    run_metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())["dev"]
+    evaluated = json.loads((tmp_path / "evaluated.json").read_text())
+    for name in ("pearson", "spearman"):
+        np.testing.assert_allclose(evaluated[name], run_metrics[name], rtol=1e-6, err_msg=name)
+
+
 def test_mixed_precision_must_be_a_bool(tmp_path, tiny_preset):
     data = tmp_path / "data.csv"
     data.write_text("\n".join(ROWS) + "\n", encoding="utf-8")
