@@ -8,6 +8,7 @@ which.
 """
 
 import json
+import os
 import shutil
 
 from keras_bert_app import errors, presets
@@ -52,7 +53,7 @@ def check_run_dir(run_dir, config, checkpoint_dir):
         differences = [
             f"{key}: {stored.get(key, RUN_KEY_DEFAULTS.get(key))!r} there, {config[key]!r} now"
             for key in RUN_KEYS
-            if stored.get(key, RUN_KEY_DEFAULTS.get(key)) != config[key]
+            if _comparable(key, stored.get(key, RUN_KEY_DEFAULTS.get(key))) != _comparable(key, config[key])
         ]
         if differences:
             raise errors.ArgumentError(
@@ -67,6 +68,21 @@ def check_run_dir(run_dir, config, checkpoint_dir):
             "Pass a new or empty output folder."
         )
     return False
+
+
+PATH_KEYS = ("preset", "data", "corpus")
+
+
+def _comparable(key, value):
+    """A run key's value as compared on resume: a local path the same however it is spelled ("P", "./P", "/abs/P")."""
+    if key not in PATH_KEYS or value is None:
+        return value
+    if isinstance(value, list):
+        return [_comparable(key, item) for item in value]
+    text = str(value)
+    if "://" in text or not (os.sep in text or os.path.exists(text)):
+        return value  # a built-in preset name, or a remote (tf.io.gfile) path: as given
+    return os.path.normpath(os.path.abspath(os.path.expanduser(text)))
 
 
 def write_run_config(run_dir, config):

@@ -224,3 +224,26 @@ def test_dynamic_path_counts_what_it_cannot_follow(inputs):
     assert logged[0].startswith("Corpus: ") and "did not spell" in logged[1]
     weights = np.concatenate([w["mlm"] for _, _, w in dataset])
     assert len(weights) >= 4 and (weights.sum(axis=1) > 0).all() and (weights.sum(axis=1) <= PREDICTIONS).all()
+
+
+def test_a_run_resumes_whatever_the_spelling_of_its_paths(tmp_path, monkeypatch):
+    from keras_bert_app.training.run_folder import RUN_CONFIG_FILE, check_run_dir
+
+    (tmp_path / "P").mkdir()
+    (tmp_path / "data").mkdir()
+    stored = {"preset": str(tmp_path / "P"), "data": str(tmp_path / "data" / "*.tfrecord"), "corpus": None,
+              "steps": 10}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / RUN_CONFIG_FILE).write_text(json.dumps(stored))
+    monkeypatch.chdir(tmp_path)
+    with monkeypatch.context() as patched:
+        from keras_bert_app.training import run_folder
+
+        patched.setattr(run_folder, "RUN_KEYS", ("preset", "data", "corpus", "steps"))
+        assert check_run_dir(run, {**stored, "preset": "P", "data": "./data/*.tfrecord"}, run / "checkpoints") is False
+        assert check_run_dir(run, {**stored, "preset": "P/"}, run / "checkpoints") is False
+        with pytest.raises(errors.ArgumentError, match="preset: .* there, 'bert_tiny_uncased' now"):
+            check_run_dir(run, {**stored, "preset": "bert_tiny_uncased"}, run / "checkpoints")
+        with pytest.raises(errors.ArgumentError, match="steps: 10 there, 20 now"):
+            check_run_dir(run, {**stored, "preset": "P", "steps": 20}, run / "checkpoints")
