@@ -110,9 +110,9 @@ def graph_optimization_for(model):
         return
     import tensorflow as tf
 
+    stacks = contextlib.nullcontext() if records_op_stacks() else without_op_stacks()
     before = tf.config.optimizer.get_experimental_options().get("disable_meta_optimizer", False)
     tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
-    stacks = contextlib.nullcontext() if records_op_stacks() else without_op_stacks()
     try:
         with stacks:
             yield

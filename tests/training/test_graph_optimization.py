@@ -128,3 +128,4 @@ def test_an_op_stacks_setting_other_than_0_or_1_is_one_error_naming_the_variable
     with pytest.raises(errors.ArgumentError, match=f"{OP_STACKS_VARIABLE}='sometimes': expected 0 or 1"):
         with graph_optimization_for(_classifier(jit_compile=False)):
             pass
+    assert not _grappler_off()
