@@ -11,6 +11,8 @@ from keras_bert_app.layers.initializers import deferred_initialization, truncate
 from keras_bert_app.layers.transformer_block import TransformerBlock
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
+# Keras' warning when no loss reads the pooler (tagging and span heads, pretraining without NSP/SOP): expected there.
+POOLER_WITHOUT_GRADIENT = r"Gradients do not exist for variables \[('[\w/]*pooler/\w+'(, )?)+\] "
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")

@@ -190,6 +190,7 @@ def finetune(
 
     import keras
 
+    from keras_bert_app.models.bert_encoder import POOLER_WITHOUT_GRADIENT
     from keras_bert_app.models.xla import graph_optimization_for, jit_compile_for_lengths, pads_to_exact_length
     from keras_bert_app.training.last_epoch_validation import (
         LastEpochValidation, keras_validation_epochs, scores_from_predictions,
@@ -257,7 +258,7 @@ def finetune(
     started = time.perf_counter()
     with graph_optimization_for(model), warnings.catch_warnings():
         # Tagging and span heads read the tokens, not the pooler: it gets no gradient, as it should.
-        warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \[('[\w/]*pooler/\w+'(, )?)+\] ")
+        warnings.filterwarnings("ignore", message=POOLER_WITHOUT_GRADIENT)
         model.fit(
             **fit_arguments,
             validation_data=validation_data if validation_freq else None,

@@ -175,6 +175,7 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
 
     import keras
 
+    from keras_bert_app.models.bert_encoder import POOLER_WITHOUT_GRADIENT
     from keras_bert_app.training.checkpointing import (
         ResumableCheckpoint,
         restore_latest,
@@ -228,7 +229,7 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
         build_without_reading(pretrainer, dataset)
         with warnings.catch_warnings():
             # Without NSP (masked LM only, ELECTRA) no loss reads the pooler: expected, not worth a warning.
-            warnings.filterwarnings("ignore", message=r"Gradients do not exist for variables \[('[\w/]*pooler/\w+'(, )?)+\] ")
+            warnings.filterwarnings("ignore", message=POOLER_WITHOUT_GRADIENT)
             try:
                 pretrainer.fit(
                     dataset,

@@ -182,13 +182,13 @@ def _first_record_shape(path):
     if tf.io.gfile.isdir(path):
         raise errors.DataError(f"{path} is a folder, not a TFRecord file: give a pattern of files, such as "
                                f"'{path.rstrip('/')}/*.tfrecord'.")
-    try:
-        raw = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
-    except tf.errors.OpError as error:
-        raise errors.DataError(f"{path} is not a readable TFRecord file ({error.message.splitlines()[0]}).") from None
+    raw = _first_record(path)
     if raw is None:
         return None
-    example = tf.train.Example.FromString(raw.numpy())
+    try:
+        example = tf.train.Example.FromString(raw)
+    except Exception as error:  # protobuf's DecodeError
+        raise errors.DataError(f"{path} is not a readable TFRecord file (its first record: {error}).") from None
     features = example.features.feature
     without_label = set(DATA_FEATURES) - {"next_sentence_labels"}
     if set(features) not in (set(DATA_FEATURES), without_label):
@@ -207,6 +207,30 @@ def _first_record_shape(path):
         if length(name) != expected:
             raise errors.DataError(f"{path}: feature {name!r} has length {length(name)}, expected {expected}.")
     return (*shape, "next_sentence_labels" in features)
+
+
+def _first_record(path):
+    """The bytes of a TFRecord file's first record (None for an empty file), read directly.
+
+    A TFRecord is its length (8 bytes, little-endian), the length's CRC (4),
+    the data and the data's CRC (4). Reading those bytes takes a fraction of
+    a millisecond, where a `tf.data.TFRecordDataset` per file took 13 ms
+    (2.7 s for 200 shards, at every start); the CRCs are left to the
+    training pass, whose read errors `unreadable_record_file` names.
+    """
+    import struct
+
+    import tensorflow as tf
+
+    with tf.io.gfile.GFile(path, "rb") as file:
+        header = file.read(12)
+        if not header:
+            return None
+        length = struct.unpack("<Q", header[:8])[0] if len(header) == 12 else -1
+        data = file.read(length) if 0 <= length <= (1 << 31) else b""
+    if len(data) != length:
+        raise errors.DataError(f"{path} is not a readable TFRecord file (it breaks off in its first record).")
+    return data
 
 
 def unreadable_record_file(pattern):

@@ -209,3 +209,6 @@ def test_pretrain_data_reads_every_file_passes_over_empty_ones_and_names_a_bad_o
 
     code, error = run(micro / "len16", tmp_path / "run_folder")
     assert code == 2 and "is a folder, not a TFRecord file" in error, error
+    (tmp_path / "text.tfrecord").write_text("plain text, not records\n")
+    code, error = run(tmp_path / "text.tfrecord", tmp_path / "run_text")
+    assert code == 2 and "text.tfrecord is not a readable TFRecord file" in error, error
