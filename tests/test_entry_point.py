@@ -202,3 +202,30 @@ def _parser_with(name):
     parser.add_argument("command")
     parser.set_defaults(_command=name)
     return parser
+
+
+ANNOTATIONS_PROBE = """
+import json, typing
+from keras_bert_app.commands import main as entry
+seen = {}
+def command(argv=None):
+    first, again = typing.ForwardRef("_atypes.Float32"), typing.ForwardRef("_atypes.Float32")
+    seen["shared"] = first.__forward_code__ is again.__forward_code__
+    seen["value"] = eval(first.__forward_code__, {"_atypes": type("A", (), {"Float32": 32})})
+    seen["other"] = compile("1 + 1", "<probe>", "exec") is compile("1 + 1", "<probe>", "exec")
+    return 0
+entry.main = command
+code = entry.run_process([])
+after = typing.ForwardRef("_atypes.Float32").__forward_code__ is typing.ForwardRef("_atypes.Float32").__forward_code__
+print(json.dumps({"code": code, **seen, "after": after, "left": "compile" in vars(typing)}))
+"""
+
+
+def test_run_process_compiles_each_string_annotation_once_and_only_while_it_runs(tmp_path):
+    result = subprocess.run([sys.executable, "-c", ANNOTATIONS_PROBE], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    # One code object per annotation while the command runs (TensorFlow's op modules repeat a few dozen
+    # of them 18,000 times), evaluating as before; other compiles and the process after it are as Python has them.
+    assert report == {"code": 0, "shared": True, "value": 32, "other": False, "after": False, "left": False}

@@ -15,9 +15,11 @@ nothing from a handful of shapes: there each batch is cut to its longest
 example itself (`exact_lengths`), as HF's `DataCollatorWithPadding` does.
 """
 
+import warnings
+
 from keras_bert_app import errors
 from keras_bert_app.data.length_grouping import (  # noqa: F401 (GROUP_BATCHES, group_batches: part of this API)
-    GROUP_BATCHES, TARGET_BINS, example_lengths, group_batches, sort_by_length, sort_stratified,
+    GROUP_BATCHES, TARGET_BINS, budget_batches, example_lengths, group_batches, sort_by_length, sort_stratified,
 )
 
 SMALLEST_BUCKET = 8
@@ -153,7 +155,7 @@ def plain_map(dataset, function, **options):
 
 
 def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=False, seed=None, bucketing=True,
-                    group_by_length=True, exact_lengths=False, stratified=False):
+                    group_by_length=True, exact_lengths=False, stratified=False, token_budget=None):
     """Batches of single examples, padded per batch to a bucket length and grouped by length.
 
     Without `bucketing` this is the fixed padding of the original BERT:
@@ -191,6 +193,9 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
         stratified: bool. With `group_by_length` and `shuffle`: the first
             of `rest` is each example's label (a class id or a float
             target); sort each group per class, as said above.
+        token_budget: int or None. Evaluation (no `shuffle`): batches of one
+            bucket length each, as many examples as fit in `token_budget`
+            tokens at that length (`budget_batches`), in number unknown ahead.
 
     Returns:
         `tf.data.Dataset` of batches `(inputs, *rest)` (of `inputs` when
@@ -213,7 +218,8 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
         group = group_batches(num_examples, batch_size) if shuffle else GROUP_BATCHES
         sort = sort_stratified if stratified and shuffle else sort_by_length
         dataset = plain_map(dataset.batch(group * batch_size), sort).unbatch()
-    dataset = dataset.batch(batch_size)
+    budget = token_budget if token_budget and not shuffle else None
+    dataset = budget_batches(dataset, budget, batch_lengths(sequence_length)) if budget else dataset.batch(batch_size)
     dataset = plain_map(dataset, lambda *batch: trim(batch, sequence_length, exact_lengths),
                         num_parallel_calls=tf.data.AUTOTUNE)
     if shuffle:
@@ -221,8 +227,9 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
         dataset = dataset.shuffle(num_batches, seed=batch_seed, reshuffle_each_iteration=True)
     if single:
         dataset = plain_map(dataset, lambda inputs: inputs)
-    dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches)).prefetch(tf.data.AUTOTUNE)
-    return _without_autotuning(dataset)
+    if not budget:
+        dataset = dataset.apply(tf.data.experimental.assert_cardinality(num_batches))
+    return _without_autotuning(dataset.prefetch(tf.data.AUTOTUNE))
 
 
 def _without_autotuning(dataset):
@@ -321,15 +328,20 @@ def _predict_in_order(model, inputs, num_examples, batch_size, sequence_length, 
         indexed = plain_map(inputs.enumerate(), lambda index, example: (example, index))
     else:
         indexed = plain_map(inputs.enumerate(), lambda index, example: (example[0], index, *example[1:]))
+    # Where nothing compiles per shape, evaluation batches are sized by tokens (`budget_batches`).
     batches = grouped_batches(indexed, num_examples, batch_size, sequence_length, bucketing=bucketing,
-                              exact_lengths=exact_lengths)
+                              exact_lengths=exact_lengths,
+                              token_budget=batch_size * sequence_length if exact_lengths else None)
     if not per_position:
         # One `predict` over all batches, traced once for every length (see
         # `trace_predict_for_any_length`), where `predict_on_batch` traces
         # anew for the first few lengths it sees.
         inputs_only = plain_map(batches, lambda batch_inputs, index, *rest: batch_inputs)
         trace_predict_for_any_length(model, inputs_only.element_spec)
-        outputs = model.predict(inputs_only, verbose=0)
+        with warnings.catch_warnings():
+            # Batches by tokens come in a number unknown ahead: Keras says they "ran out" when they end.
+            warnings.filterwarnings("ignore", message="Your input ran out of data")
+            outputs = model.predict(inputs_only, verbose=0)
         order, start = [], 0
         for index, *rest in plain_map(batches, lambda batch_inputs, index, *rest: (index, *rest)).as_numpy_iterator():
             if on_batch is not None:

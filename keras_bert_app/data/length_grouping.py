@@ -18,8 +18,10 @@ place. Each batch then holds every class in its share of the group, each
 class by its own lengths from the same quantile: on those reviews 0.52 on
 average and 0.55 at worst (more even than random batches), with 116k
 training tokens in an epoch against 107k sorted by length alone and 205k
-for random batches (BBC headlines: 15.2k, 14.7k and 19.8k). This module
-uses TensorFlow ops only, for tf.data.
+for random batches (BBC headlines: 15.2k, 14.7k and 19.8k). Evaluation
+batches, where nothing is learnt from a batch's make-up, are sized by
+tokens instead (`budget_batches`). This module uses TensorFlow ops only,
+for tf.data.
 """
 
 # Length grouping sorts the examples of at most this many batches at a time.
@@ -87,3 +89,34 @@ def sort_stratified(*group):
     place = (tf.cast(rank_in_class, "float64") + 0.5) / tf.cast(tf.gather(counts, class_index), "float64")
     order = tf.gather(order, tf.argsort(place, stable=True))
     return tf.nest.map_structure(lambda value: tf.gather(value, order), group)
+
+
+def budget_batches(dataset, token_budget, lengths):
+    """Batches of single examples `(inputs, *rest)`, each of one bucket length and at most `token_budget` tokens.
+
+    An example goes to the batch of its length rounded up to one of
+    `lengths` (ascending; the bucket lengths), L, which is given out when it
+    holds `token_budget // L` examples (at the end of the data: as it is).
+    For evaluation: a budget of one fixed-padding batch (`batch_size *
+    sequence_length`) bounds each batch's activations and attention by that
+    batch's, and short text gets fewer, larger batches (MiniLM-L6's dev pass
+    over 625 headlines, 2 CPU cores: 2.05 s in batches of 32, 1.85 s so).
+    Their number is known only by reading them (Keras' `predict` warns
+    that such data "ran out" at its end).
+    """
+    import tensorflow as tf
+
+    sizes = [max(1, token_budget // int(length)) for length in lengths]
+    lengths = tf.constant(lengths, "int32")
+
+    def bucket(inputs, *rest):  # of a batch of examples
+        return tf.cast(tf.minimum(tf.searchsorted(lengths, example_lengths(inputs)), len(sizes) - 1), "int64")
+
+    size = tf.autograph.experimental.do_not_convert(lambda key: tf.gather(tf.constant(sizes, "int64"), key))
+    return dataset.group_by_window(
+        tf.autograph.experimental.do_not_convert(
+            lambda *example: bucket(*tf.nest.map_structure(lambda value: value[None], example))[0]
+        ),
+        tf.autograph.experimental.do_not_convert(lambda key, window: window.batch(size(key))),
+        window_size_func=size,
+    )
