@@ -68,7 +68,12 @@ UNUSED_INTEGRATIONS = (
 # TensorFlow CPU runs op by op are traced without recording each graph op's Python stack
 # (`keras_bert_app.models.xla.without_op_stacks`: MiniLM-L6 fine-tuning on 1,600 headlines 19.9 -> 19.0 s);
 # an error such an op raises still names its node. `KERAS_BERT_APP_OP_STACKS=1` keeps the stacks.
-PROCESS_ENVIRONMENT = {"KERAS_BERT_APP_OP_STACKS": "0"}
+# TensorFlow's oneDNN kernels are on: TensorFlow turns them on by itself only on CPUs with AVX-512 (or
+# newer) features, and on a 2-core AVX2-only AMD EPYC its Eigen kernels ran that fine-tuning's op-by-op
+# steps 17-19% slower (0.23 against 0.19 s a step; the whole run 18.9-19.2 -> 17.2-17.7 s, the same dev
+# accuracy to the last digit). TensorFlow reads the variable when it loads (first command that imports it).
+# `TF_ENABLE_ONEDNN_OPTS=0` keeps Eigen's.
+PROCESS_ENVIRONMENT = {"KERAS_BERT_APP_OP_STACKS": "0", "TF_ENABLE_ONEDNN_OPTS": "1"}
 
 
 def command_module(name):
