@@ -246,22 +246,23 @@ def finetune(
         f"Fine-tuning {type(model).__name__} ({model.count_params():,} parameters) for "
         f"{epochs} epochs x {steps_per_epoch} steps, batch {batch_size}, learning rate {learning_rate:g}{decay_note}."
     )
-    validation_data = task.validation_data(devs[0], batch_size)
     callbacks = training_callbacks(output / "logs", log)
     last_epoch = None
-    if validation_data is not None and scores_from_predictions(task):
-        # The last epoch's val_* and the dev logits from one pass (`training.last_epoch_validation`).
+    if scores_from_predictions(task):
+        # The last epoch's val_* and the dev logits from one pass (`training.last_epoch_validation`); Keras'
+        # validation dataset is made only for the epochs before it that `validation_freq` scores.
         logits = functools.partial(task.logits, model, devs[0], batch_size)
         last_epoch = LastEpochValidation(epochs, logits, callbacks)
         callbacks.insert(0, last_epoch)
         validation_freq = keras_validation_epochs(epochs, validation_freq)
+    validation_data = task.validation_data(devs[0], batch_size) if validation_freq else None
     started = time.perf_counter()
     with graph_optimization_for(model), warnings.catch_warnings():
         # Tagging and span heads read the tokens, not the pooler: it gets no gradient, as it should.
         warnings.filterwarnings("ignore", message=POOLER_WITHOUT_GRADIENT)
         model.fit(
             **fit_arguments,
-            validation_data=validation_data if validation_freq else None,
+            validation_data=validation_data,
             validation_freq=validation_freq or 1,
             epochs=epochs,
             callbacks=callbacks,

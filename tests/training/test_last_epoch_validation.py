@@ -127,3 +127,23 @@ def test_a_task_with_its_own_logits_or_validation_data_keeps_keras_validation_pa
         assert len(rows) == 1 and float(rows[0]["val_loss"]) > 0  # from Keras' pass
         assert 0 <= run.metrics["dev"]["accuracy"] <= 1
     assert last_epoch_validation.scores_from_predictions(TextClassification(**options))
+
+
+@pytest.mark.parametrize("epochs", [1, 2])
+def test_keras_validation_dataset_is_made_only_for_the_epochs_keras_scores(epochs, tiny_preset, tmp_path, monkeypatch):
+    """The last epoch is scored by the prediction pass: a one-epoch run makes no dataset for Keras' validation."""
+    import keras_bert_app as kba
+    from keras_bert_app.tasks.base import Task
+    from keras_bert_app.tasks.text_classification import TextClassification
+
+    made = []
+    validation_data = Task.validation_data
+    monkeypatch.setattr(Task, "validation_data", lambda self, *args: made.append(args) or validation_data(self, *args))
+    (tmp_path / "data.csv").write_text("\n".join(CLASSIFY_ROWS) + "\n", encoding="utf-8")
+    task = TextClassification(train=tmp_path / "data.csv", dev=tmp_path / "data.csv", text_column="text",
+                              label_column="label")
+    run = kba.finetune(task, tiny_preset, tmp_path / "run", epochs=epochs, batch_size=4, sequence_length=16, verbose=0)
+    assert len(made) == epochs - 1
+    with open(run.output / "logs" / "history.csv", newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert len(rows) == epochs and all(float(row["val_loss"]) > 0 for row in rows)
