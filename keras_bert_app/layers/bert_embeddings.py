@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from keras_bert_app.layers.dropout import Dropout
 from keras_bert_app.layers.initializers import truncated_normal
 from keras_bert_app.layers.layer_norm import LayerNorm
 
@@ -66,7 +67,7 @@ class BertEmbeddings(keras.layers.Layer):
         self.layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)

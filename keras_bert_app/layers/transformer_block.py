@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_app.layers.activations import get_activation
+from keras_bert_app.layers.dropout import Dropout
 from keras_bert_app.layers.initializers import truncated_normal
 from keras_bert_app.layers.layer_norm import LayerNorm
 from keras_bert_app.layers.self_attention import SelfAttention
@@ -73,7 +74,7 @@ class TransformerBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention",
         )
-        self.attention_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.attention_dropout = Dropout(dropout, dtype=self.dtype_policy)
         self.attention_layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="attention_layer_norm"
         )
@@ -90,7 +91,7 @@ class TransformerBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="output",
         )
-        self.output_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.output_dropout = Dropout(dropout, dtype=self.dtype_policy)
         self.output_layer_norm = LayerNorm(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="output_layer_norm"
         )
