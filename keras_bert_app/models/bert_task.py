@@ -152,6 +152,26 @@ class BertTask(keras.Model):
             return
         optimizer.build(self.trainable_variables)
 
+    def make_train_function(self, force=False):
+        """Keras' train function; run op by op on a CPU, the step as one `tf.function` (`models.step_functions`)."""
+        return self._make_step_function("train_function", super().make_train_function, self.train_step, force)
+
+    def make_test_function(self, force=False):
+        """Keras' test function; run op by op on a CPU, the step as one `tf.function` (`models.step_functions`)."""
+        return self._make_step_function("test_function", super().make_test_function, self.test_step, force)
+
+    def _make_step_function(self, attribute, make_keras_function, step, force):
+        if getattr(self, attribute) is not None and not force:
+            return getattr(self, attribute)
+        made = make_keras_function(force=force)
+        if keras.config.backend() == "tensorflow":
+            from keras_bert_app.models.step_functions import one_level_step_function, uses_one_level_steps
+
+            if uses_one_level_steps(self):
+                setattr(self, attribute, one_level_step_function(self, step, getattr(self, attribute)))
+                return getattr(self, attribute)
+        return made
+
     def default_optimizer(self, learning_rate=None, total_steps=None, warmup_ratio=None, layerwise_lr_decay=None):
         """The optimizer of `compile(optimizer="auto")`; None arguments take the class defaults."""
         if layerwise_lr_decay is not None:

@@ -105,7 +105,7 @@ def graph_optimization_for(model):
     unless the environment says otherwise) the graph ops made within record
     no Python stack either (`without_op_stacks`).
     """
-    if not _runs_op_by_op_on_cpu(model):
+    if not runs_op_by_op_on_cpu(model):
         yield
         return
     import tensorflow as tf
@@ -183,10 +183,11 @@ def pads_to_exact_length(model):
     """
     if keras.config.backend() == "torch":
         return not has_accelerator()
-    return _runs_op_by_op_on_cpu(model)
+    return runs_op_by_op_on_cpu(model)
 
 
-def _runs_op_by_op_on_cpu(model):
+def runs_op_by_op_on_cpu(model):
+    """Whether `model` runs op by op on a CPU: TensorFlow, no XLA, no accelerator, no `tf.distribute` strategy."""
     if keras.config.backend() != "tensorflow" or getattr(model, "jit_compile", False) or has_accelerator():
         return False
     import tensorflow as tf
