@@ -163,14 +163,13 @@ class BertTask(keras.Model):
     def _make_step_function(self, attribute, make_keras_function, step, force):
         if getattr(self, attribute) is not None and not force:
             return getattr(self, attribute)
-        made = make_keras_function(force=force)
-        if keras.config.backend() == "tensorflow":
-            from keras_bert_app.models.step_functions import one_level_step_function, uses_one_level_steps
+        from keras_bert_app.models.step_functions import one_level_step_function, uses_one_level_steps
 
-            if uses_one_level_steps(self):
-                setattr(self, attribute, one_level_step_function(self, step, getattr(self, attribute)))
-                return getattr(self, attribute)
-        return made
+        made = make_keras_function(force=force)
+        if not uses_one_level_steps(self):
+            return made
+        setattr(self, attribute, one_level_step_function(self, step, getattr(self, attribute)))
+        return getattr(self, attribute)
 
     def default_optimizer(self, learning_rate=None, total_steps=None, warmup_ratio=None, layerwise_lr_decay=None):
         """The optimizer of `compile(optimizer="auto")`; None arguments take the class defaults."""

@@ -28,17 +28,12 @@ not a structure of plain tensors (Keras' `Optional` inputs) or that does not
 come from a `tf.data` iterator (`train_on_batch`), Keras' own function runs.
 """
 
-import keras
-
 from keras_bert_app.models.xla import runs_op_by_op_on_cpu
 
 
 def uses_one_level_steps(model):
     """Whether `model`'s training and evaluation steps run as one `tf.function` each (see the module docstring)."""
-    return (
-        keras.config.backend() == "tensorflow" and not model.run_eagerly and model.steps_per_execution == 1
-        and runs_op_by_op_on_cpu(model)
-    )
+    return runs_op_by_op_on_cpu(model) and not model.run_eagerly and model.steps_per_execution == 1
 
 
 def one_level_step_function(model, step, keras_function):
