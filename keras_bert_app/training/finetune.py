@@ -191,6 +191,7 @@ def finetune(
     import keras
 
     from keras_bert_app.models.bert_encoder import POOLER_WITHOUT_GRADIENT
+    from keras_bert_app.models.step_functions import wait_for_background_traces
     from keras_bert_app.models.xla import graph_optimization_for, jit_compile_for_lengths, pads_to_exact_length
     from keras_bert_app.training.last_epoch_validation import (
         LastEpochValidation, keras_validation_epochs, scores_from_predictions,
@@ -252,7 +253,7 @@ def finetune(
         # The last epoch's val_* and the dev logits from one pass (`training.last_epoch_validation`); Keras'
         # validation dataset is made only for the epochs before it that `validation_freq` scores.
         logits = functools.partial(task.logits, model, devs[0], batch_size)
-        last_epoch = LastEpochValidation(epochs, logits, callbacks)
+        last_epoch = LastEpochValidation(epochs, logits, callbacks, trace_early=True)
         callbacks.insert(0, last_epoch)
         validation_freq = keras_validation_epochs(epochs, validation_freq)
     validation_data = task.validation_data(devs[0], batch_size) if validation_freq else None
@@ -260,14 +261,18 @@ def finetune(
     with graph_optimization_for(model), warnings.catch_warnings():
         # Tagging and span heads read the tokens, not the pooler: it gets no gradient, as it should.
         warnings.filterwarnings("ignore", message=POOLER_WITHOUT_GRADIENT)
-        model.fit(
-            **fit_arguments,
-            validation_data=validation_data,
-            validation_freq=validation_freq or 1,
-            epochs=epochs,
-            callbacks=callbacks,
-            verbose=verbose,
-        )
+        try:
+            model.fit(
+                **fit_arguments,
+                validation_data=validation_data,
+                validation_freq=validation_freq or 1,
+                epochs=epochs,
+                callbacks=callbacks,
+                verbose=verbose,
+            )
+        finally:
+            # A dev trace started in a thread (`LastEpochValidation`) ends within these settings, even if `fit` raised.
+            wait_for_background_traces(model)
     train_seconds = time.perf_counter() - started
 
     metrics = {"task": None, "train_examples": len(train), **task.training_statistics(train)}

@@ -11,6 +11,7 @@ so the logs get the same `val_*` figures and the official metrics reuse the
 logits. Earlier epochs (per `validation_freq`) keep Keras' own pass.
 """
 
+import functools
 import inspect
 
 import keras
@@ -51,17 +52,30 @@ class LastEpochValidation(keras.callbacks.Callback):
             (`Task.logits` on the dev split), calling `on_batch(labels, outputs)`
             for each batch it runs.
         callbacks: the other callbacks of the `fit`.
+        trace_early: bool. Trace what `logits` will run (calling it with
+            `trace_only=True`) while TensorFlow instantiates the first
+            training step, where it can (`models.step_functions.trace_while_instantiating`).
 
     Attributes:
         dev_logits: the logits of the last epoch's pass (None before it).
     """
 
-    def __init__(self, epochs, logits, callbacks=()):
+    def __init__(self, epochs, logits, callbacks=(), trace_early=False):
         super().__init__()
         self.epochs = epochs
         self.compute_logits = logits
         self.callbacks = list(callbacks)
+        self.trace_early = trace_early
         self.dev_logits = None
+
+    def on_train_begin(self, logs=None):
+        if self.trace_early:
+            from keras_bert_app.models.step_functions import trace_while_instantiating
+
+            # With an `on_batch` (never called: nothing runs), as `on_epoch_end` calls it: the batches it makes
+            # are left to that call.
+            trace = functools.partial(self.compute_logits, on_batch=lambda labels, outputs: None, trace_only=True)
+            trace_while_instantiating(self.model, trace)
 
     def on_epoch_end(self, epoch, logs=None):
         if epoch != self.epochs - 1:

@@ -89,3 +89,29 @@ def test_keras_own_functions_for_xla_several_steps_per_execution_eager_runs_and_
         classifier.fit(_dataset(), epochs=1, verbose=0)
         assert not hasattr(classifier.train_function, "compiled")
         assert int(classifier.optimizer.iterations.numpy()) == 4
+
+
+@pytest.mark.all_backends
+def test_a_trace_runs_while_instantiating_only_before_the_first_one_level_step():
+    """Where the steps are Keras' own, or the first one-level step has run, the caller traces as before."""
+    ran = []
+    for classifier in (_classifier(steps_per_execution=2), _classifier(run_eagerly=True)):
+        assert not step_functions.trace_while_instantiating(classifier, lambda: ran.append(1))
+    classifier = _classifier()
+    if keras.config.backend() != "tensorflow":
+        assert not step_functions.trace_while_instantiating(classifier, lambda: ran.append(1))
+        assert not ran
+        return
+    import threading
+
+    def trace():
+        ran.append(threading.current_thread().name)
+        raise RuntimeError("left for the caller's own trace to raise again")
+
+    assert step_functions.trace_while_instantiating(classifier, trace)
+    classifier.fit(_dataset(), epochs=1, verbose=0)
+    step_functions.wait_for_background_traces(classifier)
+    assert ran == ["keras-bert-app-trace"]  # once, in its thread, its error not raised in `fit`
+    assert not step_functions.trace_while_instantiating(classifier, lambda: ran.append(1))
+    classifier.fit(_dataset(), epochs=1, verbose=0)
+    assert len(ran) == 1

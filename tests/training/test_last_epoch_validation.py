@@ -147,3 +147,75 @@ def test_keras_validation_dataset_is_made_only_for_the_epochs_keras_scores(epoch
     with open(run.output / "logs" / "history.csv", newline="") as file:
         rows = list(csv.DictReader(file))
     assert len(rows) == epochs and all(float(row["val_loss"]) > 0 for row in rows)
+
+
+def test_the_dev_prediction_is_traced_while_the_first_training_step_is_instantiated(tiny_preset, tmp_path, monkeypatch):
+    """TensorFlow op by op on a CPU: the last epoch's prediction function is traced in a thread while TensorFlow
+    instantiates the first training step (C++, Python's lock released); the dev pass finds it traced, and its
+    figures are those of a run that traces it there."""
+    if keras.config.backend() != "tensorflow":
+        pytest.skip("The one-level steps are TensorFlow's.")
+    import threading
+
+    from keras_bert_app.data import bucketing
+    from keras_bert_app.models import step_functions
+
+    traces = []
+    original = bucketing.trace_predict_for_any_length
+
+    def recorded(model, spec, on_batch=False):
+        original(model, spec, on_batch)
+        traces.append((threading.current_thread().name, spec, model.predict_function.experimental_get_tracing_count()))
+
+    monkeypatch.setattr(bucketing, "trace_predict_for_any_length", recorded)
+    bucketing._TRACED_BATCHES.clear()
+    (tmp_path / "early").mkdir()
+    rows, dev, _, _ = _run("classify", tiny_preset, tmp_path / "early", monkeypatch, [])
+    assert [(name, count) for name, _, count in traces] == [("keras-bert-app-trace", 1), ("MainThread", 1)]
+    assert traces[0][1] == traces[1][1]
+    assert not bucketing._TRACED_BATCHES  # the thread's batches, taken by the dev pass
+
+    monkeypatch.setattr(step_functions, "trace_while_instantiating", lambda model, trace: False)
+    monkeypatch.setattr(bucketing, "trace_predict_for_any_length", recorded)
+    traces.clear()
+    (tmp_path / "late").mkdir()
+    late_rows, late_dev, _, _ = _run("classify", tiny_preset, tmp_path / "late", monkeypatch, [])
+    assert [(name, count) for name, _, count in traces] == [("MainThread", 1)]
+    assert late_dev == dev and late_rows == rows
+
+
+def test_a_fit_that_fails_early_waits_for_the_dev_trace_within_its_settings(tiny_preset, tmp_path, monkeypatch):
+    """The thread's trace runs inside `finetune`'s graph settings (no Grappler, no op stacks): if `fit` raises while
+    it runs, `finetune` waits for it before restoring them, so none is left changed after the call."""
+    if keras.config.backend() != "tensorflow":
+        pytest.skip("The one-level steps are TensorFlow's.")
+    import threading
+    import time
+
+    import tensorflow as tf
+    from tensorflow.python.framework import ops
+
+    import keras_bert_app as kba
+    from keras_bert_app.data import bucketing
+    from keras_bert_app.tasks.text_classification import TextClassification
+
+    original = bucketing.trace_predict_for_any_length
+
+    def slow(model, spec, on_batch=False):
+        time.sleep(1.0)  # still tracing when the first step ends
+        original(model, spec, on_batch)
+
+    def fail(self, batch, logs=None):
+        raise RuntimeError("the first step failed")
+
+    monkeypatch.setattr(bucketing, "trace_predict_for_any_length", slow)
+    monkeypatch.setattr(last_epoch_validation.LastEpochValidation, "on_train_batch_end", fail, raising=False)
+    (tmp_path / "data.csv").write_text("\n".join(CLASSIFY_ROWS) + "\n", encoding="utf-8")
+    options = dict(train=tmp_path / "data.csv", dev=tmp_path / "data.csv", text_column="text", label_column="label")
+    grappler, create_op = tf.config.optimizer.get_experimental_options(), ops._create_c_op
+    with pytest.raises(RuntimeError, match="the first step failed"):
+        kba.finetune(TextClassification(**options), tiny_preset, tmp_path / "run", epochs=1, batch_size=4,
+                     sequence_length=16, verbose=0)
+    assert not [thread for thread in threading.enumerate() if thread.name == "keras-bert-app-trace"]
+    assert tf.config.optimizer.get_experimental_options() == grappler
+    assert ops._create_c_op is create_op

@@ -246,8 +246,13 @@ def test_fused_update_makes_an_embedding_gradient_dense_once():
         if op.type != "ReadVariableOp" and any(output.shape.as_list() == [40, 6] for output in op.outputs)
     )
     assert full_size == ["Mul", "UnsortedSegmentSum"], full_size
-    # The clip's scaling runs in a cond, only when the scale is not exactly 1.
-    assert {"If", "StatelessIf"} & {op.type for op in graph.get_operations()}
+    # The clip's scaling runs only when the scale is not exactly 1: each gradient goes through a Switch to the
+    # product or past it, and a Merge, as a lowered cond runs (no cond's branch functions to trace).
+    kinds = [op.type for op in graph.get_operations()]
+    assert kinds.count("Switch") == kinds.count("Merge") == len(model.trainable_variables)
+    assert not {"If", "StatelessIf"} & set(kinds)
+    merged = [op for op in graph.get_operations() if op.type == "Merge"]
+    assert all(op.inputs[1].op.type == "Mul" and op.inputs[1].op.inputs[0].op.type == "Switch" for op in merged)
 
 
 def test_fused_update_computes_the_schedule_and_step_scalars_once_per_step_not_per_variable():
