@@ -48,6 +48,8 @@ def run(args):
         bucketing=not args.no_bucketing,
         group_by_length=args.group_by_length,
         mixed_precision=args.mixed_precision,
+        strategy=args.strategy,
+        tpu=args.tpu,
         **{name: value for name, value in options.items() if value is not None},
     )
     return 0
@@ -111,6 +113,12 @@ def _add_common_arguments(parser, defaults):
         "shuffled; with one label per example (classify, GLUE, swag), sorted per class, so each batch holds the "
         "classes in their shares. --no-group-by-length: batches of random examples, each cut to its longest",
     )
+    parser.add_argument(
+        "--strategy", default="auto", choices=("auto", "tpu", "mirrored", "cpu"),
+        help="tf.distribute strategy (default auto: a TPU where one is reachable, else all GPUs, else one device; one "
+        "device on JAX and PyTorch); --batch-size is the global batch, a multiple of the replicas",
+    )
+    parser.add_argument("--tpu", default=None, help="TPU name or grpc:// address (for --strategy tpu)")
     parser.add_argument(
         "--mixed-precision", action="store_true",
         help="compute in bfloat16 with float32 weights (Keras' mixed_bfloat16): faster on GPUs, TPUs and CPUs with "

@@ -152,6 +152,25 @@ class BertTask(keras.Model):
             return
         optimizer.build(self.trainable_variables)
 
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        """Keras' build before `fit`/`evaluate` under a `tf.distribute` strategy, from the dataset's element spec.
+
+        Keras 3.15's TensorFlow trainer builds from the replicas' first
+        batches averaged (`strategy.reduce("MEAN", batch)`): that fails on a
+        boolean `padding_mask` deep inside TensorFlow ("Value for attr 'T'
+        of bool is not in the list of allowed values", from an `AddN`), and
+        reading that batch starts an iteration of the dataset, so a training
+        set reshuffled each iteration comes in another order than without
+        the strategy. The build needs only shapes and dtypes: the spec has
+        them, and reads nothing.
+        """
+        if getattr(self, "_distribute_strategy", None) is None:
+            return
+        if iterator is not None:
+            data_batch = iterator.data_adapter.get_tf_dataset().element_spec
+        with self.distribute_strategy.scope():
+            self._symbolic_build(data_batch=data_batch)
+
     def make_train_function(self, force=False):
         """Keras' train function; run op by op on a CPU, the step as one `tf.function` (`models.step_functions`)."""
         return self._make_step_function("train_function", super().make_train_function, self.train_step, force)

@@ -117,6 +117,42 @@ def create_distribution(name="auto", tpu_address=None, model_parallel_size=None)
     return _model_parallel(model_parallel_size)
 
 
+def distribution_in_scope_or(name="auto", tpu_address=None):
+    """The `tf.distribute` strategy whose scope the caller is in, else `create_distribution(name, tpu_address)`.
+
+    For fine-tuning: one machine, and data sets of any size. "multi_worker"
+    is refused (every worker would write the same run folder), and so are
+    JAX's distributions, which need every batch, the last one included, to
+    split evenly over the devices; "auto" on JAX is one device.
+    """
+    if name == "multi_worker":
+        raise errors.ArgumentError(
+            "strategy", "Fine-tuning runs on one machine: use 'mirrored' (all its GPUs or CPUs) or 'tpu', not "
+            "'multi_worker'.",
+        )
+    if name in JAX_DISTRIBUTIONS:
+        raise errors.ArgumentError(
+            "strategy", f"Fine-tuning takes tf.distribute strategies ('tpu', 'mirrored', 'cpu'; KERAS_BACKEND="
+            f"tensorflow), not {name!r}: keras.distribution on JAX needs every batch, the last one of an epoch or of "
+            "a dev set included, to split evenly over the devices.",
+        )
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        if tf.distribute.has_strategy():
+            strategy = tf.distribute.get_strategy()
+            return TrainingDistribution(type(strategy).__name__, strategy.num_replicas_in_sync, strategy=strategy)
+    if name != "auto":
+        return create_distribution(name, tpu_address=tpu_address)
+    if backend != "tensorflow":
+        return TrainingDistribution("single")
+    # `create_distribution("auto")` without its multi-worker cluster (from TF_CONFIG).
+    if tpu_address or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR"):
+        return _tpu(tpu_address)
+    return _mirrored() if len(tf.config.list_physical_devices("GPU")) > 1 else TrainingDistribution("single")
+
+
 def _auto(backend, tpu_address):
     if backend == "tensorflow":
         import tensorflow as tf

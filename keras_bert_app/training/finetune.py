@@ -70,6 +70,8 @@ def finetune(
     group_by_length: Optional[bool] = None,
     validation_freq: int = 1,
     mixed_precision: bool = False,
+    strategy: str = "auto",
+    tpu: Optional[str] = None,
     **task_options: object,
 ) -> FinetuneResult:
     """Fine-tune `preset` on a task; write metrics, logs, dev predictions and the preset.
@@ -137,6 +139,15 @@ def finetune(
             AVX512-BF16). The global dtype policy is left as it was, and the
             saved preset holds no dtype: it loads in float32. False keeps
             the global policy (float32 unless set).
+        strategy: str. Where to train, a `tf.distribute` strategy
+            (`kba.create_distribution`): "auto" (a TPU where one is
+            reachable, else all GPUs, else one device; one device on JAX and
+            PyTorch), "tpu", "mirrored", "cpu". Called inside a strategy's
+            scope, that strategy. `batch_size`
+            is the global batch and must be a multiple of the replicas;
+            under a strategy batches are padded to bucket lengths (one
+            static shape each), never to each batch's own longest example.
+        tpu: str or None. TPU name or grpc:// address (strategy "tpu").
         **task_options: the task's options, e.g. classify: `train`, `dev`,
             `text_column`, `label_column`, `text_pair_column`, `labels`,
             `regression`; glue: `glue_task`, `data_dir`; swag: `train`, `dev`,
@@ -154,6 +165,8 @@ def finetune(
             or preset folder that is not there.
         ValueError: data that cannot be read (the file, line and problem).
     """
+    from keras_bert_app.training.distribution import STRATEGY_NAMES, distribution_in_scope_or
+
     log = log or _quiet
     task = resolve_task(task, task_options)
     task.check_training_options()
@@ -181,12 +194,17 @@ def finetune(
         )
     validation_freq = errors.check_int("validation_freq", validation_freq, minimum=1)
     errors.check_type("mixed_precision", mixed_precision, bool)
+    errors.check_choice("strategy", strategy, STRATEGY_NAMES)
+    if tpu is not None:
+        errors.check_type("tpu", tpu, str)
     if jit_compile != "auto":
         errors.check_type("jit_compile", jit_compile, bool)
     errors.check_int("verbose", verbose, minimum=0, maximum=2)
     if layerwise_lr_decay is not None:
         errors.check_number("layerwise_lr_decay", layerwise_lr_decay, minimum=0, maximum=1, minimum_inclusive=False)
     train_path, dev_paths = task.training_files()
+    distribution = distribution_in_scope_or(strategy, tpu)
+    distribution.per_replica_batch_size(batch_size)  # one line unless the replicas share it evenly
 
     import keras
 
@@ -223,18 +241,23 @@ def finetune(
             f"train: {train.num_features} {task.TRUNCATED_UNIT}, fewer than one batch of {batch_size}: "
             "each epoch is one step on all of them."
         )
-    model = _build_model(task, preset, mixed_precision)
+    if distribution.num_replicas > 1:
+        log(f"Distribution: {distribution.name}, {distribution.num_replicas} replicas, global batch {batch_size} "
+            f"({distribution.per_replica_batch_size(batch_size)} a replica).")
+    with distribution.scope():
+        model = _build_model(task, preset, mixed_precision)
     if task.num_segments() > model.encoder.num_segments:
         raise errors.ArgumentError(
             "preset", f"the {task.NAME} task packs {task.num_segments()} segments (segment ids 0 and 1), but the "
             f"preset's encoder has {model.encoder.num_segments} segment type (type_vocab_size); it reads single "
             "texts only.",
         )
-    model.compile(
-        learning_rate=learning_rate, total_steps=steps_per_epoch * epochs,
-        jit_compile=jit_compile_for_lengths(bucketing, jit_compile),
-        layerwise_lr_decay=layerwise_lr_decay,
-    )
+    with distribution.scope():
+        model.compile(
+            learning_rate=learning_rate, total_steps=steps_per_epoch * epochs,
+            jit_compile=jit_compile_for_lengths(bucketing, jit_compile),
+            layerwise_lr_decay=layerwise_lr_decay,
+        )
     # Where nothing compiles per shape, batches are cut to their longest example (`models.xla.pads_to_exact_length`).
     task.exact_lengths = bucketing and pads_to_exact_length(model)
     log(describe_padding(sequence_length, bucketing, group_by_length, task.exact_lengths, task.ONE_LABEL,

@@ -15,6 +15,7 @@ import functools
 import inspect
 
 import keras
+from keras.src.losses.loss import unscale_loss_for_distribution
 
 
 def scores_from_predictions(task):
@@ -102,5 +103,7 @@ def score_batch(model, labels, outputs):
     sample_weight = labels[1] if len(labels) > 1 else None
     loss = model._compute_loss(x=None, y=y, y_pred=outputs, sample_weight=sample_weight, training=False)
     batch = len(keras.tree.flatten(outputs)[0])
-    model._loss_tracker.update_state(loss, sample_weight=batch)
+    # Under a `tf.distribute` strategy's scope the loss comes divided by the replicas (for summing their
+    # gradients): the logged figure is the whole batch's, as `test_step` logs it.
+    model._loss_tracker.update_state(unscale_loss_for_distribution(loss), sample_weight=batch)
     model.compute_metrics(None, y, outputs, sample_weight=sample_weight)

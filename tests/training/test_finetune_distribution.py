@@ -1,0 +1,174 @@
+"""`finetune --strategy mirrored` over two logical CPUs: the one-device run's figures, bucket-length batches.
+
+Each run is a fresh subprocess (this file run as a script): the logical CPU
+devices must be set before TensorFlow starts. The classifier's head dropout
+is set to 0 in the workers (the encoder's is 0 in the micro preset), as
+`tf.distribute` draws each replica's dropout masks apart: with it, the runs
+could not be compared number for number.
+"""
+
+import csv
+import json
+import os
+import random
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+pytestmark = pytest.mark.skipif(
+    keras.config.backend() != "tensorflow", reason="tf.distribute strategies are TensorFlow's"
+)
+
+
+def _micro_preset(folder):
+    from keras_bert_app import presets
+    from keras_bert_app.models.bert_encoder import BertEncoder
+
+    keras.utils.set_random_seed(0)
+    BertEncoder(vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                max_sequence_length=64, dropout=0.0).save_to_preset(folder)
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"tok{i}" for i in range(95)]
+    (folder / "vocab.txt").write_text("\n".join(tokens) + "\n")
+    presets.write_config_entry(folder, "tokenizer", {"vocabulary": "vocab.txt", "lowercase": True})
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """A micro preset and texts of 1 to 40 tokens, two labels: 20 or 21 training rows, 9 dev rows."""
+    root = tmp_path_factory.mktemp("finetune_distribution")
+    _micro_preset(root / "preset")
+    rng = random.Random(0)
+    rows = [(" ".join(f"tok{rng.randrange(95)}" for _ in range(rng.randrange(1, 40))), rng.choice("ab"))
+            for _ in range(30)]
+    for name, part in (("train20", rows[:20]), ("train21", rows[:21]), ("dev", rows[21:])):
+        with open(root / f"{name}.csv", "w", newline="") as file:
+            writer = csv.writer(file)
+            writer.writerow(["text", "label"])
+            writer.writerows(part)
+    return root
+
+
+def _finetune(data, tmp_path, name, *flags, train="train20", replicas=2, in_scope=False):
+    """Run the worker in a subprocess; return its result (exit code, log, history rows, dev predictions)."""
+    output = tmp_path / name
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(REPO_ROOT), "TF_CPP_MIN_LOG_LEVEL": "3",
+           "CUDA_VISIBLE_DEVICES": ""}
+    argv = [
+        "finetune", "classify", "--preset", str(data / "preset"), "--output", str(output),
+        "--train", str(data / f"{train}.csv"), "--dev", str(data / "dev.csv"), "--text-column", "text",
+        "--label-column", "label", "--epochs", "2", "--learning-rate", "1e-3", *flags,
+    ]
+    request = {"argv": argv, "replicas": replicas, "in_scope": in_scope, "result": str(tmp_path / f"{name}.json")}
+    done = subprocess.run([sys.executable, __file__, json.dumps(request)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    with open(request["result"]) as file:
+        return json.load(file)
+
+
+def test_mirrored_over_two_cpus_trains_as_one_device(data, tmp_path):
+    one = _finetune(data, tmp_path, "one", "--batch-size", "4", replicas=1)
+    two = _finetune(data, tmp_path, "two", "--batch-size", "4", "--strategy", "mirrored")
+    assert one["code"] == 0 and two["code"] == 0, two["log"]
+    assert "Distribution: mirrored, 2 replicas, global batch 4 (2 a replica)." in two["log"]
+    assert "Distribution:" not in one["log"]
+    # Under a strategy every batch is padded to a bucket length (one static shape each), not to its longest example.
+    assert "rounded up to 8, 12, 16, 24, 32, 48 or 64 tokens" in two["log"]
+    assert "Padding each batch to its longest example, up to 64 tokens" in one["log"]
+    # Each global batch split in two, the gradients summed: the same training, epoch by epoch, to float rounding
+    # (the same batches in the same order: building the model reads no batch of the reshuffled training set).
+    assert len(one["history"]) == len(two["history"]) == 2
+    for row_one, row_two in zip(one["history"], two["history"]):
+        assert row_one.keys() == row_two.keys()
+        for key in row_one:
+            np.testing.assert_allclose(float(row_two[key]), float(row_one[key]), atol=1e-5, err_msg=key)
+    assert one["predictions"] == two["predictions"]
+
+
+def test_finetune_in_a_strategy_scope_uses_it_and_logs_the_whole_batch_loss(data, tmp_path):
+    """`kba.finetune` called inside `strategy.scope()`; a last batch of one example (21 rows, batch 4)."""
+    one = _finetune(data, tmp_path, "one", "--batch-size", "4", train="train21", replicas=1)
+    two = _finetune(data, tmp_path, "two", "--batch-size", "4", train="train21", in_scope=True)
+    assert two["code"] == 0, two["log"]
+    assert "Distribution: MirroredStrategy, 2 replicas, global batch 4 (2 a replica)." in two["log"]
+    # Keras divides each replica's loss by the replicas; the logged dev loss is the whole batch's, as Keras' own
+    # evaluation logs it (it was half of it). tf.distribute gives the last batch's one example to one replica,
+    # whose loss is still divided by 2: training differs by that one step's gradient, a little.
+    for row_one, row_two in zip(one["history"], two["history"]):
+        for key in ("loss", "val_loss"):
+            np.testing.assert_allclose(float(row_two[key]), float(row_one[key]), atol=2e-4, err_msg=key)
+
+
+def test_a_batch_the_replicas_cannot_share_evenly_is_refused(data, tmp_path):
+    two = _finetune(data, tmp_path, "odd", "--batch-size", "3", "--strategy", "mirrored")
+    assert two["code"] == 2
+    assert "Batch size 3 is not divisible by the 2 replicas of the 'mirrored' strategy: use a multiple of 2." in (
+        two["errors"]
+    )
+    assert not (tmp_path / "odd" / "metrics.json").exists()
+
+
+def test_multi_worker_is_refused_in_one_line(data, tmp_path):
+    import keras_bert_app as kba
+    from keras_bert_app import errors
+
+    with pytest.raises(errors.ArgumentError, match="Fine-tuning runs on one machine: use 'mirrored'"):
+        kba.finetune("classify", data / "preset", tmp_path / "run", train=data / "train20.csv",
+                     dev=data / "dev.csv", text_column="text", label_column="label", strategy="multi_worker")
+    with pytest.raises(errors.ArgumentError, match="Fine-tuning takes tf.distribute strategies"):
+        kba.finetune("classify", data / "preset", tmp_path / "run", train=data / "train20.csv",
+                     dev=data / "dev.csv", text_column="text", label_column="label", strategy="data_parallel")
+    with pytest.raises(errors.ArgumentError, match="strategy"):
+        kba.finetune("classify", data / "preset", tmp_path / "run", train=data / "train20.csv",
+                     dev=data / "dev.csv", text_column="text", label_column="label", strategy="mirored")
+
+
+def test_auto_leaves_a_tf_config_cluster_to_pretraining(monkeypatch):
+    """`finetune`'s "auto" is `create_distribution("auto")` less the multi-worker cluster TF_CONFIG names."""
+    from keras_bert_app.training.distribution import distribution_in_scope_or
+
+    cluster = {"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}}
+    monkeypatch.setenv("TF_CONFIG", json.dumps(cluster))
+    for variable in ("TPU_NAME", "COLAB_TPU_ADDR"):
+        monkeypatch.delenv(variable, raising=False)
+    distribution = distribution_in_scope_or("auto")
+    assert (distribution.name, distribution.num_replicas, distribution.strategy) == ("single", 1, None)
+
+
+def _worker(request):
+    import contextlib
+    import io
+
+    import tensorflow as tf
+
+    if request["replicas"] > 1:
+        cpu = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * request["replicas"])
+    from keras_bert_app import cli
+    from keras_bert_app.models.bert_classifier import BertClassifier
+
+    BertClassifier.__init__.__defaults__ = (0.0, None)  # the head's dropout (see the module docstring)
+    scope = contextlib.nullcontext()
+    if request["in_scope"]:
+        scope = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(request["replicas"])]).scope()
+    out, err = io.StringIO(), io.StringIO()
+    with scope, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(request["argv"])
+    output = request["argv"][request["argv"].index("--output") + 1]
+    result = {"code": code, "log": out.getvalue(), "errors": err.getvalue(), "history": [], "predictions": []}
+    if code == 0:
+        with open(os.path.join(output, "logs", "history.csv")) as file:
+            result["history"] = list(csv.DictReader(file))
+        with open(os.path.join(output, "dev_predictions.jsonl")) as file:
+            result["predictions"] = [json.loads(line) for line in file]
+    with open(request["result"], "w") as file:
+        json.dump(result, file)
+
+
+if __name__ == "__main__":
+    _worker(json.loads(sys.argv[1]))
