@@ -162,12 +162,22 @@ class BertTask(keras.Model):
         reading that batch starts an iteration of the dataset, so a training
         set reshuffled each iteration comes in another order than without
         the strategy. The build needs only shapes and dtypes: the spec has
-        them, and reads nothing.
+        them, and reads nothing. A dataset distributed already (its spec
+        per replica) gives its first batch on the first replica.
         """
         if getattr(self, "_distribute_strategy", None) is None:
             return
         if iterator is not None:
+            import tensorflow as tf
+
             data_batch = iterator.data_adapter.get_tf_dataset().element_spec
+            if not all(isinstance(spec, tf.TensorSpec) for spec in tf.nest.flatten(data_batch)):
+                for _, _, batches in iterator:
+                    data_batch = tf.nest.map_structure(
+                        lambda value: value.values[0] if isinstance(value, tf.distribute.DistributedValues) else value,
+                        next(batches),
+                    )
+                    break
         with self.distribute_strategy.scope():
             self._symbolic_build(data_batch=data_batch)
 

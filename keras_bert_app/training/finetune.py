@@ -143,10 +143,10 @@ def finetune(
             (`kba.create_distribution`): "auto" (a TPU where one is
             reachable, else all GPUs, else one device; one device on JAX and
             PyTorch), "tpu", "mirrored", "cpu". Called inside a strategy's
-            scope, that strategy. `batch_size`
-            is the global batch and must be a multiple of the replicas;
-            under a strategy batches are padded to bucket lengths (one
-            static shape each), never to each batch's own longest example.
+            scope, that strategy. `batch_size` is the global batch and must
+            be a multiple of the replicas; under a strategy batches are
+            padded to bucket lengths (one static shape each), never to each
+            batch's own longest example.
         tpu: str or None. TPU name or grpc:// address (strategy "tpu").
         **task_options: the task's options, e.g. classify: `train`, `dev`,
             `text_column`, `label_column`, `text_pair_column`, `labels`,
@@ -246,13 +246,12 @@ def finetune(
             f"({distribution.per_replica_batch_size(batch_size)} a replica).")
     with distribution.scope():
         model = _build_model(task, preset, mixed_precision)
-    if task.num_segments() > model.encoder.num_segments:
-        raise errors.ArgumentError(
-            "preset", f"the {task.NAME} task packs {task.num_segments()} segments (segment ids 0 and 1), but the "
-            f"preset's encoder has {model.encoder.num_segments} segment type (type_vocab_size); it reads single "
-            "texts only.",
-        )
-    with distribution.scope():
+        if task.num_segments() > model.encoder.num_segments:
+            raise errors.ArgumentError(
+                "preset", f"the {task.NAME} task packs {task.num_segments()} segments (segment ids 0 and 1), but "
+                f"the preset's encoder has {model.encoder.num_segments} segment type (type_vocab_size); it reads "
+                "single texts only.",
+            )
         model.compile(
             learning_rate=learning_rate, total_steps=steps_per_epoch * epochs,
             jit_compile=jit_compile_for_lengths(bucketing, jit_compile),

@@ -140,7 +140,47 @@ def test_auto_leaves_a_tf_config_cluster_to_pretraining(monkeypatch):
     assert (distribution.name, distribution.num_replicas, distribution.strategy) == ("single", 1, None)
 
 
+def test_fit_builds_from_a_dataset_the_caller_distributed(tmp_path):
+    """`model.fit` on `strategy.experimental_distribute_dataset(...)`: its spec is per replica, not a batch's."""
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(REPO_ROOT), "TF_CPP_MIN_LOG_LEVEL": "3",
+           "CUDA_VISIBLE_DEVICES": ""}
+    request = {"fit_distributed": True, "result": str(tmp_path / "fit.json")}
+    done = subprocess.run([sys.executable, __file__, json.dumps(request)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    with open(request["result"]) as file:
+        losses = json.load(file)
+    assert set(losses) == {"plain", "distributed"} and all(np.isfinite(loss) for loss in losses.values())
+
+
+def _fit_distributed(request):
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    import keras_bert_app as kba
+    from keras_bert_app.models.bert_encoder import BertEncoder
+
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+    rng = np.random.default_rng(0)
+    x = {"token_ids": rng.integers(5, 100, (8, 12)).astype("int32"), "segment_ids": np.zeros((8, 12), "int32"),
+         "padding_mask": np.ones((8, 12), bool)}
+    dataset = tf.data.Dataset.from_tensor_slices((x, rng.integers(0, 2, (8,)))).batch(4)
+    losses = {}
+    for kind, data in (("plain", dataset), ("distributed", strategy.experimental_distribute_dataset(dataset))):
+        with strategy.scope():  # a model not built yet each time: `fit` builds it
+            encoder = BertEncoder(vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
+                                  max_sequence_length=16)
+            model = kba.BertClassifier(encoder, num_classes=2)
+            model.compile(learning_rate=1e-3, total_steps=2)
+        losses[kind] = model.fit(data, epochs=1, verbose=0).history["loss"][-1]
+    with open(request["result"], "w") as file:
+        json.dump(losses, file)
+
+
 def _worker(request):
+    if request.get("fit_distributed"):
+        return _fit_distributed(request)
     import contextlib
     import io
 
