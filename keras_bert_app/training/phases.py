@@ -266,9 +266,11 @@ def build_without_reading(model, dataset):
     only under a `tf.distribute` strategy, in its scope: `_maybe_symbolic_build`;
     without one it builds while tracing the first step, reading nothing.)
     """
-    build = getattr(model, "_maybe_symbolic_build", None) or getattr(model, "_symbolic_build", None)
-    if build is not None:
-        build(data_batch=dataset.element_spec)
+    import keras
+
+    # TensorFlow's trainer alone has `_maybe_symbolic_build` (`BertTask` defines it for every backend).
+    build = model._maybe_symbolic_build if keras.config.backend() == "tensorflow" else model._symbolic_build
+    build(data_batch=dataset.element_spec)
 
 
 def _batch_counter():
