@@ -147,13 +147,10 @@ def distribution_in_scope_or(name="auto", tpu_address=None):
         return create_distribution(name, tpu_address=tpu_address)
     if backend != "tensorflow":
         return TrainingDistribution("single")
-    # `create_distribution("auto")` without its multi-worker cluster (from TF_CONFIG).
-    if tpu_address or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR"):
-        return _tpu(tpu_address)
-    return _mirrored() if len(tf.config.list_physical_devices("GPU")) > 1 else TrainingDistribution("single")
+    return _auto(backend, tpu_address, multi_worker=False)  # a TF_CONFIG cluster is for pretraining
 
 
-def _auto(backend, tpu_address):
+def _auto(backend, tpu_address, multi_worker=True):
     if backend == "tensorflow":
         import tensorflow as tf
 
@@ -161,7 +158,7 @@ def _auto(backend, tpu_address):
             return _tpu(tpu_address)
         if len(tf.config.list_physical_devices("GPU")) > 1:
             return _mirrored()
-        if _tf_config_workers() > 1:
+        if multi_worker and _tf_config_workers() > 1:
             return _multi_worker()
         return TrainingDistribution("single")
     if backend == "jax" and len(keras.distribution.list_devices()) > 1:
