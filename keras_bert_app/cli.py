@@ -4,11 +4,9 @@ The command line lives in `keras_bert_app.commands`; this module only
 re-exports its entry point.
 """
 
-import sys
-
-from keras_bert_app.commands.main import build_parser, main, run_process
+from keras_bert_app.commands.main import build_parser, console_script, main
 
 __all__ = ["build_parser", "main"]
 
 if __name__ == "__main__":
-    sys.exit(run_process())  # a process of its own, as the console script
+    console_script()

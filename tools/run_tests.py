@@ -14,11 +14,10 @@ CPU count, at most 4) and the other backends' in half as many, a test file per
 process at a time, so module-scoped fixtures are built once; `--workers 1`
 runs each backend in one process. pytest's slowest tests are listed at the end.
 
-Under TensorFlow, `KERAS_BERT_APP_JIT_COMPILE=0` makes the models' "auto"
-mean no XLA: compiling takes seconds per tiny model on a CPU, more than the
-tests' few steps run (the XLA tests, tests/training/test_xla.py, unset it
-and check XLA against no XLA). JAX keeps XLA: its op-by-op mode is no faster.
-Both compile with `XLA_FLAGS=--xla_backend_optimization_level=0
+Models keep Keras' own `jit_compile="auto"` (no XLA on a TensorFlow CPU, XLA
+on JAX): the default path is the one tested; the XLA tests
+(tests/training/test_xla.py) compile on purpose. JAX and TensorFlow's XLA
+compile with `XLA_FLAGS=--xla_backend_optimization_level=0
 --xla_llvm_disable_expensive_passes=true` (unless XLA_FLAGS is set): the tests
 compile hundreds of tiny programs (JAX compiles even each eager op per shape)
 and run each a few times, so LLVM's optimizations cost more than they save
@@ -99,8 +98,7 @@ def _command(backend, workers, pytest_args):
 def _environment(backend):
     # No test may reach a hub: HF libraries stay offline.
     return dict(os.environ, KERAS_BACKEND=backend, TF_CPP_MIN_LOG_LEVEL="2", HF_HUB_OFFLINE="1",
-                XLA_FLAGS=os.environ.get("XLA_FLAGS", FAST_XLA_COMPILE),
-                **({"KERAS_BERT_APP_JIT_COMPILE": "0"} if backend == "tensorflow" else {}))
+                XLA_FLAGS=os.environ.get("XLA_FLAGS", FAST_XLA_COMPILE))
 
 
 def _start(backend, command, output):

@@ -23,7 +23,7 @@ def subprocess_env(backend):
     )
 
 
-# `python -m` of this module runs `keras-bert-app` itself: the console script's body, `run_process`.
+# `python -m` of this module runs `keras-bert-app` itself, as the console script does.
 CONSOLE_MODULE = "keras_bert_app.commands.main"
 
 

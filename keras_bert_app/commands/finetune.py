@@ -14,6 +14,8 @@ TensorFlow), the shared ones (and their defaults) from its `DEFAULTS`.
 
 import argparse
 
+from keras_bert_app.commands.options import add_jit_compile_argument, jit_compile_value
+
 
 def add_arguments(parser):
     from keras_bert_app.tasks.registry import TASKS
@@ -41,7 +43,7 @@ def run(args):
         learning_rate=args.learning_rate,
         sequence_length=args.sequence_length,
         seed=args.seed,
-        jit_compile=args.jit_compile,
+        jit_compile=jit_compile_value(args),
         verbose=2,
         log=print,
         layerwise_lr_decay=args.layerwise_lr_decay,
@@ -85,8 +87,8 @@ def _add_common_arguments(parser, defaults):
     )
     parser.add_argument(
         "--layerwise-lr-decay", type=float, default=None, metavar="DECAY",
-        help="layer-wise learning-rate decay, as ELECTRA fine-tunes (e.g. 0.8): layer l of L learns at "
-        "lr*DECAY^(L-l), the embeddings at lr*DECAY^(L+1), the head at lr (default: off)",
+        help="layer-wise learning-rate decay, as ELECTRA fine-tunes (e.g. 0.8): layer i of n (0-based) learns at "
+        "lr*DECAY^(n+1-i), the embeddings at lr*DECAY^(n+2), the head at lr (default: off)",
     )
     parser.add_argument(
         "--sequence-length", type=int,
@@ -94,13 +96,7 @@ def _add_common_arguments(parser, defaults):
         "preset's max_sequence_length when shorter)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of initialisation, dropout and shuffling")
-    xla = parser.add_mutually_exclusive_group()
-    xla.add_argument(
-        "--jit-compile", dest="jit_compile", action="store_const", const=True, default="auto",
-        help="XLA on TensorFlow (CPU included) and JAX (default: XLA on JAX, and on TensorFlow with a GPU or TPU "
-        "or with --no-bucketing; a TensorFlow CPU run with bucketing skips XLA's compile per bucket length)",
-    )
-    xla.add_argument("--no-jit-compile", dest="jit_compile", action="store_const", const=False, help="turn XLA off")
+    add_jit_compile_argument(parser)
     parser.add_argument(
         "--no-bucketing", action="store_true",
         help="pad every batch to --sequence-length (default: pad each batch to its longest example rounded up to "

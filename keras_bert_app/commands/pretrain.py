@@ -13,6 +13,7 @@ Rerunning the same command after a kill continues from the last checkpoint.
 """
 
 from keras_bert_app.commands.create_pretraining_data import add_masking_arguments, add_pairing_argument
+from keras_bert_app.commands.options import add_jit_compile_argument, jit_compile_value
 
 
 def add_arguments(parser):
@@ -45,7 +46,7 @@ def add_arguments(parser):
     parser.add_argument("--strategy", default="auto", help="auto, tpu, mirrored, multi_worker, cpu, data_parallel, model_parallel")
     parser.add_argument("--tpu", default=None, help="TPU name or grpc:// address (for --strategy tpu)")
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16")
-    parser.add_argument("--no-jit-compile", action="store_true", help="turn XLA off (default: on for TensorFlow and JAX, CPU included)")
+    add_jit_compile_argument(parser)
     parser.add_argument("--no-nsp", action="store_true", help="masked LM only (no NSP head)")
     parser.add_argument("--max-seq-length", type=int, default=None, help="--corpus: default 128; --data: read from the records")
     parser.add_argument("--max-predictions", type=int, default=None, help="--corpus: default 20; --data: read from the records")
@@ -97,7 +98,7 @@ def run(args):
         strategy=args.strategy,
         tpu=args.tpu,
         mixed_precision=args.mixed_precision,
-        jit_compile=not args.no_jit_compile,
+        jit_compile=jit_compile_value(args),
         next_sentence_prediction=not args.no_nsp,
         max_seq_length=args.max_seq_length,
         max_predictions=args.max_predictions,

@@ -274,19 +274,15 @@ def trace_predict_for_any_length(model, batch_spec, on_batch=False):
         return
     if model.run_eagerly or model.steps_per_execution != 1:
         return
-    if tf.distribute.has_strategy() or getattr(model, "_distribute_strategy", None) is not None:
+    if tf.distribute.has_strategy() or model.distribute_strategy is not tf.distribute.get_strategy():
         return
     model.make_predict_function()
     # The step takes a list of one batch: `[x]` from `predict`, `[(x,)]` from `predict_on_batch`.
     model.predict_function.get_concrete_function([(batch_spec,)] if on_batch else [batch_spec])
 
 
-# The batches a `trace_only` call made, taken by the prediction after it: {id(inputs): (inputs, settings, batches)}.
-_TRACED_BATCHES = {}
-
-
 def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing=True, per_position=False,
-                     on_batch=None, exact_lengths=None, trace_only=False):
+                     on_batch=None, exact_lengths=None):
     """`model.predict` on single examples, with length-grouped batches, in the input's order.
 
     Args:
@@ -307,58 +303,34 @@ def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, b
         exact_lengths: bool or None. Batches cut to their longest example
             itself rather than to a bucket length; None: where the model
             compiles nothing per shape (`models.xla.pads_to_exact_length`).
-        trace_only: bool. Only trace the prediction function for these
-            batches (see `models.step_functions.trace_while_instantiating`),
-            predict nothing, and return None.
 
     Returns:
         The model's outputs (an array or a dict of arrays), one row per
         example in `inputs`' order; per-position outputs `[examples, sequence_length, ...]`.
     """
-    from keras_bert_app.models.step_functions import wait_for_background_traces
-    from keras_bert_app.models.xla import graph_optimization_for, pads_to_exact_length
-
-    if exact_lengths is None:
-        exact_lengths = pads_to_exact_length(model)
-    if not trace_only:
-        wait_for_background_traces(model)
-    with graph_optimization_for(model):
-        return _predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing, per_position,
-                                 on_batch, exact_lengths, trace_only)
-
-
-def _predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing, per_position, on_batch,
-                      exact_lengths, trace_only):
     import numpy as np
     import tensorflow as tf
 
-    if trace_only and not bucketing:
-        return None  # `model.predict` traces for each batch shape it sees
+    from keras_bert_app.models.xla import pads_to_exact_length
+
+    if exact_lengths is None:
+        exact_lengths = pads_to_exact_length(model)
     if not bucketing and on_batch is None:
         return model.predict(inputs.batch(batch_size).prefetch(tf.data.AUTOTUNE), verbose=0)
-    # A `trace_only` call (in a thread) leaves its batches to the prediction of the same inputs after it.
-    settings = (on_batch is None, num_examples, batch_size, sequence_length, bucketing, exact_lengths)
-    made_for, made_with, batches = _TRACED_BATCHES.pop(id(inputs), (None, None, None))
-    if made_for is not inputs or made_with != settings:
-        if on_batch is None:
-            indexed = plain_map(inputs.enumerate(), lambda index, example: (example, index))
-        else:
-            indexed = plain_map(inputs.enumerate(), lambda index, example: (example[0], index, *example[1:]))
-        # Where nothing compiles per shape, evaluation batches are sized by tokens (`budget_batches`).
-        batches = grouped_batches(indexed, num_examples, batch_size, sequence_length, bucketing=bucketing,
-                                  exact_lengths=exact_lengths,
-                                  token_budget=batch_size * sequence_length if exact_lengths else None)
-    if trace_only:
-        _TRACED_BATCHES.clear()  # one at most: a trace whose prediction never came does not keep its batches
-        _TRACED_BATCHES[id(inputs)] = (inputs, settings, batches)
+    if on_batch is None:
+        indexed = plain_map(inputs.enumerate(), lambda index, example: (example, index))
+    else:
+        indexed = plain_map(inputs.enumerate(), lambda index, example: (example[0], index, *example[1:]))
+    # Where nothing compiles per shape, evaluation batches are sized by tokens (`budget_batches`).
+    batches = grouped_batches(indexed, num_examples, batch_size, sequence_length, bucketing=bucketing,
+                              exact_lengths=exact_lengths,
+                              token_budget=batch_size * sequence_length if exact_lengths else None)
     if not per_position:
         # One `predict` over all batches, traced once for every length (see
         # `trace_predict_for_any_length`), where `predict_on_batch` traces
         # anew for the first few lengths it sees.
         inputs_only = plain_map(batches, lambda batch_inputs, index, *rest: batch_inputs)
         trace_predict_for_any_length(model, inputs_only.element_spec)
-        if trace_only:
-            return None
         with warnings.catch_warnings():
             # Batches by tokens come in a number unknown ahead: Keras says they "ran out" when they end.
             warnings.filterwarnings("ignore", message="Your input ran out of data")
@@ -372,8 +344,6 @@ def _predict_in_order(model, inputs, num_examples, batch_size, sequence_length, 
         order = np.concatenate(order)
         return tf.nest.map_structure(lambda value: _in_order(np.asarray(value, "float32"), order), outputs)
     trace_predict_for_any_length(model, batches.element_spec[0], on_batch=True)
-    if trace_only:
-        return None
     results = None
     for batch_inputs, index, *rest in batches.as_numpy_iterator():
         outputs = model.predict_on_batch(batch_inputs)

@@ -3,9 +3,7 @@
 import keras
 from keras import ops
 
-from keras_bert_app.layers.dropout import Dropout
 from keras_bert_app.layers.initializers import truncated_normal
-from keras_bert_app.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -64,10 +62,10 @@ class BertEmbeddings(keras.layers.Layer):
             name="segment_embedding",
         )
         self.position_initializer = initializer
-        self.layer_norm = LayerNorm(
+        self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
-        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         self.token_embedding.build(token_ids_shape)

@@ -5,7 +5,6 @@ from keras import ops
 
 from keras_bert_app.layers.activations import get_activation
 from keras_bert_app.layers.initializers import truncated_normal
-from keras_bert_app.layers.layer_norm import LayerNorm
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -63,7 +62,7 @@ class MaskedLMHead(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="dense",
         )
-        self.layer_norm = LayerNorm(
+        self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm"
         )
 

@@ -5,7 +5,6 @@ import math
 import keras
 from keras import ops
 
-from keras_bert_app.layers.dropout import Dropout
 from keras_bert_app.layers.initializers import truncated_normal
 
 # Added to the scores of padded keys; exp() of it is 0 in float32.
@@ -84,7 +83,7 @@ class SelfAttention(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention_output",
         )
-        self.probabilities_dropout = Dropout(dropout, dtype=self.dtype_policy)
+        self.probabilities_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, hidden_states_shape, padding_mask_shape=None):
         for dense in (self.query_dense, self.key_dense, self.value_dense):

@@ -4,9 +4,7 @@ import keras
 from keras import ops
 
 from keras_bert_app.layers.activations import get_activation
-from keras_bert_app.layers.dropout import Dropout
 from keras_bert_app.layers.initializers import truncated_normal
-from keras_bert_app.layers.layer_norm import LayerNorm
 from keras_bert_app.layers.self_attention import SelfAttention
 
 
@@ -74,8 +72,8 @@ class TransformerBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention",
         )
-        self.attention_dropout = Dropout(dropout, dtype=self.dtype_policy)
-        self.attention_layer_norm = LayerNorm(
+        self.attention_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="attention_layer_norm"
         )
         self.intermediate_dense = keras.layers.Dense(
@@ -91,8 +89,8 @@ class TransformerBlock(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="output",
         )
-        self.output_dropout = Dropout(dropout, dtype=self.dtype_policy)
-        self.output_layer_norm = LayerNorm(
+        self.output_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="output_layer_norm"
         )
 

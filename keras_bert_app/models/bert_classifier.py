@@ -2,7 +2,6 @@
 
 import keras
 
-from keras_bert_app.layers.dropout import Dropout
 from keras_bert_app.models.bert_task import BertTask, head_initializer
 
 
@@ -39,7 +38,7 @@ class BertClassifier(BertTask):
         if int(num_classes) < 1:
             raise ValueError(f"BertClassifier: num_classes must be >= 1; got {num_classes}.")
         # === Layers ===
-        head_dropout = Dropout(dropout, dtype=dtype, name="classifier_dropout")
+        head_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="classifier_dropout")
         logits_dense = keras.layers.Dense(
             num_classes,
             kernel_initializer=head_initializer(encoder),

@@ -7,7 +7,7 @@ from keras import ops
 from keras_bert_app import errors, presets
 from keras_bert_app.convert import resolve
 from keras_bert_app.layers.bert_embeddings import BertEmbeddings
-from keras_bert_app.layers.initializers import deferred_initialization, truncated_normal
+from keras_bert_app.layers.initializers import truncated_normal
 from keras_bert_app.layers.transformer_block import TransformerBlock
 
 INPUT_NAMES = ("token_ids", "segment_ids", "padding_mask")
@@ -275,12 +275,9 @@ class BertEncoder(keras.Model):
             **kwargs: overrides of the preset's config (e.g. `dropout=0.0`).
         """
         resolved = resolve.resolve_preset(preset, fetch_weights=load_weights)
-        with deferred_initialization() as deferred:  # the checkpoint's weights are not drawn first
-            encoder = cls(**{**resolved.config["encoder"], **kwargs})
+        encoder = cls(**{**resolved.config["encoder"], **kwargs})
         if load_weights:
-            with deferred.loading(encoder):
-                resolved.load_weights(encoder)  # PresetError (with where to get weights) if there are none
-        deferred.finish(encoder)
+            resolved.load_weights(encoder)  # PresetError (with where to get weights) if there are none
         return encoder
 
     def save_to_preset(self, preset_dir):

@@ -3,7 +3,6 @@
 import keras
 from keras import ops
 
-from keras_bert_app.layers.dropout import Dropout
 from keras_bert_app.models.bert_encoder import INPUT_NAMES
 from keras_bert_app.models.bert_task import BertTask, head_initializer
 
@@ -39,7 +38,7 @@ class BertMultipleChoice(BertTask):
             raise ValueError(f"BertMultipleChoice: num_choices must be >= 2; got {num_choices}.")
         # === Layers ===
         flatten = _FlattenChoices(dtype=dtype, name="flatten_choices")
-        head_dropout = Dropout(dropout, dtype=dtype, name="choice_dropout")
+        head_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="choice_dropout")
         score_dense = keras.layers.Dense(
             1,
             kernel_initializer=head_initializer(encoder),

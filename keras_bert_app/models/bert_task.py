@@ -12,11 +12,12 @@ import math
 import keras
 
 from keras_bert_app import errors, presets
+from keras_bert_app.compat import DistributionWorkarounds
 from keras_bert_app.convert import resolve
-from keras_bert_app.layers.initializers import deferred_initialization, truncated_normal
+from keras_bert_app.layers.initializers import truncated_normal
 from keras_bert_app.models import head_weights
 from keras_bert_app.models.bert_encoder import BertEncoder
-from keras_bert_app.models.optimizer import NO_DECAY_NAMES, FusedAdamW, create_optimizer
+from keras_bert_app.models.optimizer import BertAdamW, create_optimizer
 from keras_bert_app.models.xla import resolve_jit_compile
 
 TASK_WEIGHTS_FILE = "task.weights.h5"
@@ -27,7 +28,7 @@ def head_initializer(encoder):
     return truncated_normal(encoder.initializer_range)
 
 
-class BertTask(keras.Model):
+class BertTask(DistributionWorkarounds, keras.Model):
     """Base of the models built on a `BertEncoder`: an encoder plus heads, built functionally.
 
     A subclass builds its graph in `__init__` (calling
@@ -99,14 +100,13 @@ class BertTask(keras.Model):
                 the class's; None for the task models).
             warmup_ratio: float. Share of `total_steps` spent warming up
                 (default: the class's; 0.1 for the task models).
-            jit_compile: "auto" is XLA on TensorFlow and JAX, CPU included,
-                except under a multi-replica `tf.distribute` strategy
-                (`models.xla`); True or False.
+            jit_compile: "auto", True or False, with Keras' meaning ("auto":
+                XLA on JAX and on TensorFlow with a GPU or TPU).
             layerwise_lr_decay: float in (0, 1] or None. With "auto":
-                layer-wise learning-rate decay (ELECTRA's fine-tuning,
-                `models.layerwise_lr_decay`): layer l of L learns at
-                `lr * decay**(L - l)`, the embeddings at `decay**(L + 1)`,
-                the pooler and heads at the full rate.
+                layer-wise learning-rate decay as ELECTRA's `_get_layer_lrs`
+                (`models.layerwise_lr_decay`): layer i of n (0-based) learns
+                at `lr * decay**(n + 1 - i)`, the embeddings at
+                `decay**(n + 2)`, the pooler and heads at the full rate.
             **kwargs: other arguments of `keras.Model.compile`.
         """
         defaults = self.compile_defaults()
@@ -120,9 +120,7 @@ class BertTask(keras.Model):
             metrics = defaults.get("metrics")
         if _is_auto(weighted_metrics):
             weighted_metrics = defaults.get("weighted_metrics")
-        jit_compile = resolve_jit_compile(jit_compile, self)
-        if isinstance(optimizer, FusedAdamW):
-            optimizer.fused = jit_compile is False  # XLA fuses Keras' own update (and rounds as before)
+        jit_compile = resolve_jit_compile(jit_compile)
         super().compile(
             optimizer=optimizer,
             loss=loss,
@@ -134,71 +132,22 @@ class BertTask(keras.Model):
         self._build_optimizer_now()
 
     def _build_optimizer_now(self):
-        """Create the optimizer's slots eagerly, before the first train step is traced.
+        """Create the optimizer's slots now, not inside the first traced train step.
 
         Left to Keras, a TensorFlow model without a `tf.distribute` strategy
-        creates them inside the traced train step, lifting each variable out
-        of the graph one by one: measured on MiniLM-L6, the first step of a
-        fine-tuning took 11.6 s that way and 6.9 s with them built here (0.2
-        s). Under a strategy Keras builds them itself, in its scope; JAX and
-        PyTorch build them eagerly before the first step already.
+        creates them while tracing its first step, lifting each variable out
+        of the graph one by one, which makes that step much slower. Under a
+        strategy Keras builds them itself, in its scope; JAX and PyTorch
+        build them eagerly before the first step already.
         """
         optimizer = self.optimizer
-        if keras.config.backend() != "tensorflow" or optimizer is None or optimizer.built:
+        if keras.config.backend() != "tensorflow" or optimizer is None or optimizer.built or not self.built:
             return
-        if getattr(self, "_distribute_strategy", None) is not None:
-            return
-        if not self.built or not all(layer.built for layer in self._flatten_layers()):
+        import tensorflow as tf
+
+        if tf.distribute.has_strategy() or self.distribute_strategy is not tf.distribute.get_strategy():
             return
         optimizer.build(self.trainable_variables)
-
-    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        """Keras' build before `fit`/`evaluate` under a `tf.distribute` strategy, from the dataset's element spec.
-
-        Keras 3.15's TensorFlow trainer builds from the replicas' first
-        batches averaged (`strategy.reduce("MEAN", batch)`): that fails on a
-        boolean `padding_mask` deep inside TensorFlow ("Value for attr 'T'
-        of bool is not in the list of allowed values", from an `AddN`), and
-        reading that batch starts an iteration of the dataset, so a training
-        set reshuffled each iteration comes in another order than without
-        the strategy. The build needs only shapes and dtypes: the spec has
-        them, and reads nothing. A dataset distributed already (its spec
-        per replica) gives its first batch on the first replica.
-        """
-        if getattr(self, "_distribute_strategy", None) is None:
-            return
-        if iterator is not None:
-            import tensorflow as tf
-
-            data_batch = iterator.data_adapter.get_tf_dataset().element_spec
-            if not all(isinstance(spec, tf.TensorSpec) for spec in tf.nest.flatten(data_batch)):
-                for _, _, batches in iterator:
-                    data_batch = tf.nest.map_structure(
-                        lambda value: value.values[0] if isinstance(value, tf.distribute.DistributedValues) else value,
-                        next(batches),
-                    )
-                    break
-        with self.distribute_strategy.scope():
-            self._symbolic_build(data_batch=data_batch)
-
-    def make_train_function(self, force=False):
-        """Keras' train function; run op by op on a CPU, the step as one `tf.function` (`models.step_functions`)."""
-        return self._make_step_function("train_function", super().make_train_function, self.train_step, force)
-
-    def make_test_function(self, force=False):
-        """Keras' test function; run op by op on a CPU, the step as one `tf.function` (`models.step_functions`)."""
-        return self._make_step_function("test_function", super().make_test_function, self.test_step, force)
-
-    def _make_step_function(self, attribute, make_keras_function, step, force):
-        if getattr(self, attribute) is not None and not force:
-            return getattr(self, attribute)
-        from keras_bert_app.models.step_functions import one_level_step_function, uses_one_level_steps
-
-        made = make_keras_function(force=force)
-        if not uses_one_level_steps(self):
-            return made
-        setattr(self, attribute, one_level_step_function(self, step, getattr(self, attribute)))
-        return getattr(self, attribute)
 
     def default_optimizer(self, learning_rate=None, total_steps=None, warmup_ratio=None, layerwise_lr_decay=None):
         """The optimizer of `compile(optimizer="auto")`; None arguments take the class defaults."""
@@ -218,9 +167,7 @@ class BertTask(keras.Model):
             return create_optimizer(
                 learning_rate, total_steps, min(warmup_steps, total_steps), epsilon=epsilon, decay_from_warmup=finetune
             )
-        optimizer = FusedAdamW(learning_rate=learning_rate, weight_decay=0.01, epsilon=epsilon, global_clipnorm=1.0)
-        optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
-        return optimizer
+        return BertAdamW(learning_rate=learning_rate, weight_decay=0.01, epsilon=epsilon, global_clipnorm=1.0)
 
     # === Config ===
     def get_config(self):
@@ -263,14 +210,10 @@ class BertTask(keras.Model):
         resolved = resolve.resolve_preset(preset, fetch_weights=load_weights)
         saved = cls._saved_head_config(resolved)
         reuse_head = cls._reuses_saved_head(resolved, saved, head_arguments)
-        # Weights the checkpoint fills are not drawn first (`layers.initializers`).
-        with deferred_initialization() as deferred:
-            encoder = BertEncoder(**{**resolved.config["encoder"], **(encoder_arguments or {})})
-            model = cls(encoder, **{**(saved or {}), **head_arguments})
+        encoder = BertEncoder(**{**resolved.config["encoder"], **(encoder_arguments or {})})
+        model = cls(encoder, **{**(saved or {}), **head_arguments})
         if load_weights:
-            with deferred.loading(model):
-                model._load_preset_weights(resolved, reuse_head)
-        deferred.finish(model)
+            model._load_preset_weights(resolved, reuse_head)
         return model
 
     @classmethod

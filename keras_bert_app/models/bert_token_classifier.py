@@ -2,7 +2,6 @@
 
 import keras
 
-from keras_bert_app.layers.dropout import Dropout
 from keras_bert_app.models.bert_task import BertTask, head_initializer
 
 IGNORE_LABEL = -100
@@ -39,7 +38,7 @@ class BertTokenClassifier(BertTask):
         if int(num_classes) < 2:
             raise ValueError(f"BertTokenClassifier: num_classes must be >= 2; got {num_classes}.")
         # === Layers ===
-        head_dropout = Dropout(dropout, dtype=dtype, name="token_dropout")
+        head_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="token_dropout")
         logits_dense = keras.layers.Dense(
             num_classes,
             kernel_initializer=head_initializer(encoder),

@@ -51,10 +51,26 @@ def saved_head_names(path):
 
 def _not_heads(model):
     """The encoder's layers (the tied embedding included) and the optimizer: not written with the heads."""
-    skipped = list(model.encoder._flatten_layers(include_self=True))
+    skipped = all_layers(model.encoder)
     if getattr(model, "optimizer", None) is not None:
         skipped.append(model.optimizer)
     return skipped
+
+
+def all_layers(layer):
+    """`layer` and every layer inside it: a model's `layers`, and the layers a layer keeps as public attributes."""
+    found, pending = {}, [layer]
+    while pending:
+        current = pending.pop()
+        if id(current) in found:
+            continue
+        found[id(current)] = current
+        pending.extend(current.layers if isinstance(current, keras.Model) else [])
+        for name, value in vars(current).items():
+            if not name.startswith("_"):
+                pending.extend(item for item in (value if isinstance(value, (list, tuple)) else [value])
+                               if isinstance(item, keras.layers.Layer))
+    return list(found.values())
 
 
 def _is_keras_file(path):

@@ -314,10 +314,10 @@ class Task:
         return folder
 
     # === Predictions and scores ===
-    def logits(self, model, split, batch_size, on_batch=None, trace_only=False):
+    def logits(self, model, split, batch_size, on_batch=None):
         """The model's raw outputs on a split (NumPy), in its order; per-position ones padded to the sequence length.
 
-        `on_batch(labels, outputs)` for each batch as run; `trace_only`: see `bucketing.predict_in_order`."""
+        `on_batch(labels, outputs)` for each batch as run (`bucketing.predict_in_order`)."""
         import numpy as np
 
         from keras_bert_app.data.bucketing import plain_map, predict_in_order
@@ -325,9 +325,9 @@ class Task:
         inputs = self.packed_examples(split) if on_batch else plain_map(self.packed_examples(split), lambda x, *rest: x)
         outputs = predict_in_order(
             model, inputs, split.num_features, batch_size, self.sequence_length,
-            bucketing=self.bucketing, per_position=self.PER_POSITION, on_batch=on_batch, trace_only=trace_only,
+            bucketing=self.bucketing, per_position=self.PER_POSITION, on_batch=on_batch,
         )
-        return None if trace_only else np.asarray(outputs, dtype="float32")
+        return np.asarray(outputs, dtype="float32")
 
     def tune(self, split, logits, log):
         """Settle settings on the (first) dev set after training (SQuAD v2.0's threshold)."""

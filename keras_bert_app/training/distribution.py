@@ -232,61 +232,7 @@ def _multi_worker():
             "worker) in the environment; it is not set."
         )
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
-    _patch_symbolic_build_for_multi_worker()
     return TrainingDistribution("multi_worker", strategy.num_replicas_in_sync, strategy=strategy)
-
-
-def _patch_symbolic_build_for_multi_worker():
-    """Work around keras-team/keras#20585 / #20329 (Keras 3.15, TF backend).
-
-    Two places of `fit` fail under MultiWorkerMirroredStrategy:
-    1. before training it builds the model from one distributed batch by
-       `strategy.reduce("MEAN", batch)`, which cannot reduce a dict of
-       per-replica values ("Attempt to convert a value ({'token_ids':
-       PerReplica...}) ... to a Tensor"). The build needs only shapes and
-       dtypes: build from this worker's first local batch instead.
-    2. it averages each step's logs with `strategy.reduce("MEAN", v, axis=0)`,
-       which fails for scalar logs ("Invalid reduction dimension 0"): reduce
-       them over the replicas only (axis None), the same mean.
-    Only the multi-worker path installs this.
-    """
-    import tensorflow as tf
-    from keras.src.backend.tensorflow import trainer as tf_trainer
-    from keras.src.backend.tensorflow.trainer import TensorFlowTrainer
-
-    if getattr(TensorFlowTrainer._maybe_symbolic_build, "_keras_bert_app_patch", False):
-        return
-    reduce_per_replica = tf_trainer.reduce_per_replica
-
-    def reduce_scalar_logs(values, strategy, reduction):
-        if reduction in ("auto", "mean") and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-            return keras.tree.map_structure(
-                lambda v: strategy.reduce("MEAN", v, axis=None)
-                if isinstance(v, tf.distribute.DistributedValues)
-                else v,
-                values,
-            )
-        return reduce_per_replica(values, strategy, reduction)
-
-    tf_trainer.reduce_per_replica = reduce_scalar_logs
-
-    def local_batch(value):
-        if isinstance(value, tf.distribute.DistributedValues):
-            return value.values[0]
-        return value
-
-    def maybe_symbolic_build(self, iterator=None, data_batch=None):
-        if self._distribute_strategy is None:
-            return
-        if iterator is not None:
-            for _, _, batches in iterator:
-                data_batch = keras.tree.map_structure(local_batch, next(batches))
-                break
-        with self.distribute_strategy.scope():
-            self._symbolic_build(data_batch=data_batch)
-
-    maybe_symbolic_build._keras_bert_app_patch = True
-    TensorFlowTrainer._maybe_symbolic_build = maybe_symbolic_build
 
 
 def _data_parallel():

@@ -94,18 +94,16 @@ def finetune(
         sequence_length: int. Tokens per packed example (None: 128, SQuAD 384, or
             the encoder's `max_sequence_length` when shorter; a longer one is refused).
         seed: int. Seed of initialisation, dropout and shuffling.
-        jit_compile: "auto", True or False. XLA: "auto" is XLA on JAX, and
-            on TensorFlow with a GPU or TPU or without `bucketing`; on a
-            TensorFlow CPU with bucketing it is off, as each bucket length
-            would cost a compile of its own (`models.xla`). True: XLA on
-            TensorFlow (CPU included) and JAX.
+        jit_compile: "auto", True or False: Keras' `jit_compile` ("auto":
+            XLA on JAX and on TensorFlow with a GPU or TPU; `models.xla`).
         verbose: int. Keras' `fit` verbosity (0, 1 or 2).
         log: callable taking a str, for progress lines (None: quiet).
         layerwise_lr_decay: float in (0, 1] or None. Layer-wise learning-rate
             decay, as ELECTRA fine-tunes (0.8 for its Base, 0.9 Large):
-            layer l of L learns at `learning_rate * decay**(L - l)`, the
-            embeddings at `decay**(L + 1)`, the pooler and head at the full
-            rate (`models.layerwise_lr_decay`). None: one rate for all.
+            layer i of n (0-based) learns at `learning_rate * decay**(n + 1 - i)`,
+            the embeddings at `decay**(n + 2)`, the pooler and head at the
+            full rate, as ELECTRA's `_get_layer_lrs`
+            (`models.layerwise_lr_decay`). None: one rate for all.
         bucketing: bool. Pad each batch (training, validation, dev
             predictions) to its longest example rounded up to a bucket
             length (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, ...: powers of
@@ -197,8 +195,9 @@ def finetune(
     errors.check_choice("strategy", strategy, STRATEGY_NAMES)
     if tpu is not None:
         errors.check_type("tpu", tpu, str)
-    if jit_compile != "auto":
-        errors.check_type("jit_compile", jit_compile, bool)
+    from keras_bert_app.models.xla import pads_to_exact_length, resolve_jit_compile
+
+    jit_compile = resolve_jit_compile(jit_compile)
     errors.check_int("verbose", verbose, minimum=0, maximum=2)
     if layerwise_lr_decay is not None:
         errors.check_number("layerwise_lr_decay", layerwise_lr_decay, minimum=0, maximum=1, minimum_inclusive=False)
@@ -209,8 +208,6 @@ def finetune(
     import keras
 
     from keras_bert_app.models.bert_encoder import POOLER_WITHOUT_GRADIENT
-    from keras_bert_app.models.step_functions import wait_for_background_traces
-    from keras_bert_app.models.xla import graph_optimization_for, jit_compile_for_lengths, pads_to_exact_length
     from keras_bert_app.training.last_epoch_validation import (
         LastEpochValidation, keras_validation_epochs, scores_from_predictions,
     )
@@ -254,7 +251,7 @@ def finetune(
             )
         model.compile(
             learning_rate=learning_rate, total_steps=steps_per_epoch * epochs,
-            jit_compile=jit_compile_for_lengths(bucketing, jit_compile),
+            jit_compile=jit_compile,
             layerwise_lr_decay=layerwise_lr_decay,
         )
     # Where nothing compiles per shape, batches are cut to their longest example (`models.xla.pads_to_exact_length`).
@@ -275,26 +272,22 @@ def finetune(
         # The last epoch's val_* and the dev logits from one pass (`training.last_epoch_validation`); Keras'
         # validation dataset is made only for the epochs before it that `validation_freq` scores.
         logits = functools.partial(task.logits, model, devs[0], batch_size)
-        last_epoch = LastEpochValidation(epochs, logits, callbacks, trace_early=True)
+        last_epoch = LastEpochValidation(epochs, logits, callbacks)
         callbacks.insert(0, last_epoch)
         validation_freq = keras_validation_epochs(epochs, validation_freq)
     validation_data = task.validation_data(devs[0], batch_size) if validation_freq else None
     started = time.perf_counter()
-    with graph_optimization_for(model), warnings.catch_warnings():
+    with warnings.catch_warnings():
         # Tagging and span heads read the tokens, not the pooler: it gets no gradient, as it should.
         warnings.filterwarnings("ignore", message=POOLER_WITHOUT_GRADIENT)
-        try:
-            model.fit(
-                **fit_arguments,
-                validation_data=validation_data,
-                validation_freq=validation_freq or 1,
-                epochs=epochs,
-                callbacks=callbacks,
-                verbose=verbose,
-            )
-        finally:
-            # A dev trace started in a thread (`LastEpochValidation`) ends within these settings, even if `fit` raised.
-            wait_for_background_traces(model)
+        model.fit(
+            **fit_arguments,
+            validation_data=validation_data,
+            validation_freq=validation_freq or 1,
+            epochs=epochs,
+            callbacks=callbacks,
+            verbose=verbose,
+        )
     train_seconds = time.perf_counter() - started
 
     metrics = {"task": None, "train_examples": len(train), **task.training_statistics(train)}
@@ -348,9 +341,7 @@ def training_callbacks(log_dir, log=print):
     if importlib.util.find_spec("tensorboard") is None:
         log("TensorBoard is not installed (pip install tensorboard): logging to history.csv only.")
     else:
-        from keras_bert_app.training.tensorboard_logs import TensorBoard
-
-        callbacks.append(TensorBoard(log_dir=str(log_dir)))
+        callbacks.append(keras.callbacks.TensorBoard(log_dir=str(log_dir)))
     return callbacks
 
 

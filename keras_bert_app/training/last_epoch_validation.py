@@ -11,11 +11,9 @@ so the logs get the same `val_*` figures and the official metrics reuse the
 logits. Earlier epochs (per `validation_freq`) keep Keras' own pass.
 """
 
-import functools
 import inspect
 
 import keras
-from keras.src.losses.loss import unscale_loss_for_distribution
 
 
 def scores_from_predictions(task):
@@ -53,30 +51,17 @@ class LastEpochValidation(keras.callbacks.Callback):
             (`Task.logits` on the dev split), calling `on_batch(labels, outputs)`
             for each batch it runs.
         callbacks: the other callbacks of the `fit`.
-        trace_early: bool. Trace what `logits` will run (calling it with
-            `trace_only=True`) while TensorFlow instantiates the first
-            training step, where it can (`models.step_functions.trace_while_instantiating`).
 
     Attributes:
         dev_logits: the logits of the last epoch's pass (None before it).
     """
 
-    def __init__(self, epochs, logits, callbacks=(), trace_early=False):
+    def __init__(self, epochs, logits, callbacks=()):
         super().__init__()
         self.epochs = epochs
         self.compute_logits = logits
         self.callbacks = list(callbacks)
-        self.trace_early = trace_early
         self.dev_logits = None
-
-    def on_train_begin(self, logs=None):
-        if self.trace_early:
-            from keras_bert_app.models.step_functions import trace_while_instantiating
-
-            # With an `on_batch` (never called: nothing runs), as `on_epoch_end` calls it: the batches it makes
-            # are left to that call.
-            trace = functools.partial(self.compute_logits, on_batch=lambda labels, outputs: None, trace_only=True)
-            trace_while_instantiating(self.model, trace)
 
     def on_epoch_end(self, epoch, logs=None):
         if epoch != self.epochs - 1:
@@ -85,25 +70,38 @@ class LastEpochValidation(keras.callbacks.Callback):
         for callback in self.callbacks:
             callback.on_test_begin()
         model.reset_metrics()
-        self.dev_logits = self.compute_logits(on_batch=lambda labels, outputs: score_batch(model, labels, outputs))
+        loss = keras.metrics.Mean(name="loss")
+        self.dev_logits = self.compute_logits(on_batch=lambda labels, outputs: score_batch(model, labels, outputs, loss))
         scores = {name: float(value) for name, value in model.get_metrics_result().items()}
+        scores["loss"] = float(loss.result())
         for callback in self.callbacks:
             callback.on_test_end(dict(scores))
         if logs is not None:
             logs.update({f"val_{name}": value for name, value in scores.items()})
 
 
-def score_batch(model, labels, outputs):
-    """Keras' `test_step` on one batch whose outputs are known: the compiled loss and metrics' states updated.
+def score_batch(model, labels, outputs, loss_mean):
+    """Keras' `test_step` on one batch whose outputs are known: `loss_mean` and the compiled metrics updated.
 
-    It calls what `test_step` calls, Keras' `_compute_loss` and `_loss_tracker` among them (private names:
-    `tests/training/test_last_epoch_validation.py` compares the figures with Keras' own pass on every backend).
+    The loss is `model.compute_loss` (the compiled losses), averaged over the
+    batches weighted by their size as Keras' loss tracker averages it; the
+    metrics are `model.compute_metrics`'s. Under a `tf.distribute`
+    strategy's scope the loss comes divided by the replicas (for summing
+    their gradients): the figure kept is the whole batch's, as Keras logs it.
     """
     y = labels[0] if labels else None
     sample_weight = labels[1] if len(labels) > 1 else None
-    loss = model._compute_loss(x=None, y=y, y_pred=outputs, sample_weight=sample_weight, training=False)
+    loss = model.compute_loss(x=None, y=y, y_pred=outputs, sample_weight=sample_weight, training=False)
     batch = len(keras.tree.flatten(outputs)[0])
-    # Under a `tf.distribute` strategy's scope the loss comes divided by the replicas (for summing their
-    # gradients): the logged figure is the whole batch's, as `test_step` logs it.
-    model._loss_tracker.update_state(unscale_loss_for_distribution(loss), sample_weight=batch)
+    loss_mean.update_state(_unscaled_for_distribution(loss), sample_weight=batch)
     model.compute_metrics(None, y, outputs, sample_weight=sample_weight)
+
+
+def _unscaled_for_distribution(loss):
+    """`loss` times the replicas of the current TensorFlow strategy (it divides each replica's loss by them)."""
+    if keras.config.backend() != "tensorflow":
+        return loss
+    import tensorflow as tf
+
+    replicas = tf.distribute.get_strategy().num_replicas_in_sync
+    return loss * replicas if replicas > 1 else loss

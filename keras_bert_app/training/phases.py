@@ -183,7 +183,6 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
     from keras_bert_app.training.objectives import get_objective
     from keras_bert_app.training.pretraining_inputs import pretraining_batches
     from keras_bert_app.training.run_folder import PRESET_FOLDER, write_preset
-    from keras_bert_app.training.tensorboard_logs import TensorBoard
     from keras_bert_app.training.throughput import ThroughputCallback, peak_flops
 
     run_dir = settings.output
@@ -222,7 +221,7 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
         if chief:
             callbacks += [
                 keras.callbacks.CSVLogger(str(run_dir / "metrics.csv"), append=True),
-                TensorBoard(str(run_dir / "logs"), update_freq=max(1, every // 10)),
+                keras.callbacks.TensorBoard(str(run_dir / "logs"), update_freq=max(1, every // 10)),
             ]
         counter = _batch_counter()
         callbacks.append(counter)
@@ -253,7 +252,7 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
 
 
 def build_without_reading(model, dataset):
-    """Build the model, its metrics and losses from the dataset's element spec, not from a batch of it.
+    """Build the model's compiled losses, metrics and optimizer from the dataset's element spec, reading no batch.
 
     Left to `fit`, Keras on JAX and PyTorch builds them from a first batch of
     an iterator it then throws away. The datasets' seeded shuffles share one
@@ -261,16 +260,32 @@ def build_without_reading(model, dataset):
     iterator's prefetching starts advances, so the iterator `fit` trains on
     got an order that depended on how far the thrown-away one had read: a
     resumed run (whose data is `skip`ped to its step) then saw other batches
-    than an uninterrupted one. With everything built here, `fit` reads one
-    iterator, from the start, on every backend. (TensorFlow does the same
-    only under a `tf.distribute` strategy, in its scope: `_maybe_symbolic_build`;
-    without one it builds while tracing the first step, reading nothing.)
+    than an uninterrupted one. Built here, from zeros shaped as the spec and
+    as the model's outputs (`compute_output_spec`: nothing runs, no random
+    draw), `fit` reads one iterator, from the start. TensorFlow builds while
+    tracing the first step, reading nothing (under a strategy, from the
+    spec: `compat.DistributionWorkarounds`).
     """
     import keras
+    import numpy as np
 
-    # TensorFlow's trainer alone has `_maybe_symbolic_build` (`BertTask` defines it for every backend).
-    build = model._maybe_symbolic_build if keras.config.backend() == "tensorflow" else model._symbolic_build
-    build(data_batch=dataset.element_spec)
+    if keras.config.backend() == "tensorflow":
+        return
+
+    def zeros(spec):
+        shape = [1] + [dimension or 1 for dimension in spec.shape[1:]]
+        return np.zeros(shape, spec.dtype.as_numpy_dtype)
+
+    x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(keras.tree.map_structure(zeros, dataset.element_spec))
+    symbolic = keras.tree.map_structure(lambda value: keras.KerasTensor(value.shape, str(value.dtype)), x)
+    y_pred = keras.tree.map_structure(
+        lambda spec: np.zeros(spec.shape, spec.dtype), model.compute_output_spec(symbolic, training=False)
+    )
+    model.compute_loss(x, y, y_pred, sample_weight, training=False)
+    model.compute_metrics(x, y, y_pred, sample_weight)
+    model.reset_metrics()
+    if model.optimizer is not None and not model.optimizer.built:
+        model.optimizer.build(model.trainable_variables)
 
 
 def _batch_counter():

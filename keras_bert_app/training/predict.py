@@ -71,7 +71,6 @@ def predict(
         ValueError: input that cannot be read.
     """
     from keras_bert_app.convert.local_preset import preset_folder
-    from keras_bert_app.models.xla import jit_compile_for_lengths
 
     log = log or _quiet
     check_preset("preset", preset)
@@ -89,7 +88,7 @@ def predict(
     split = fine_tuned.featurize("input", examples)
     log(fine_tuned.summary(split))
     model = fine_tuned.build_model(preset)
-    model.compile(jit_compile=jit_compile_for_lengths(bucketing))  # as `finetune`: the logits of its dev predictions
+    model.compile()  # as `finetune`: the logits of its dev predictions
     logits = fine_tuned.logits(model, split, batch_size)
     predictions = fine_tuned.decode(split, logits)
     paths = fine_tuned.write_predictions(output, split, predictions, logits=logits)
@@ -130,7 +129,6 @@ def evaluate(
         ValueError: input that cannot be read.
     """
     from keras_bert_app.convert.local_preset import preset_folder
-    from keras_bert_app.models.xla import jit_compile_for_lengths
 
     log = log or _quiet
     check_preset("preset", preset)
@@ -147,7 +145,7 @@ def evaluate(
     split = fine_tuned.featurize("input", examples)
     log(fine_tuned.summary(split))
     model = fine_tuned.build_model(preset)
-    model.compile(jit_compile=jit_compile_for_lengths(bucketing))  # as `finetune`: its dev scores, near-ties included
+    model.compile()  # as `finetune`: its dev scores, near-ties included
     predictions = fine_tuned.decode(split, fine_tuned.logits(model, split, batch_size))
     return {**fine_tuned.metrics(split, predictions), **fine_tuned.statistics(split)}
 

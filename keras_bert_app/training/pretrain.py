@@ -18,6 +18,7 @@ import dataclasses
 import os
 import pathlib
 from collections.abc import Callable, Sequence
+from typing import Union
 
 from keras_bert_app import errors
 from keras_bert_app.training import phases
@@ -57,7 +58,7 @@ class _Settings:
     strategy: str
     tpu: str | None
     mixed_precision: bool
-    jit_compile: bool
+    jit_compile: Union[bool, str]
     next_sentence_prediction: bool
     max_seq_length: int | None
     max_predictions: int | None
@@ -105,7 +106,7 @@ def pretrain(
     strategy: str = "auto",
     tpu: str | None = None,
     mixed_precision: bool = False,
-    jit_compile: bool = True,
+    jit_compile: Union[bool, str] = "auto",
     next_sentence_prediction: bool = True,
     max_seq_length: int | None = None,
     max_predictions: int | None = None,
@@ -160,8 +161,8 @@ def pretrain(
         tpu: str or None. TPU name or grpc:// address (for strategy "tpu").
         mixed_precision: bool. Train in mixed_bfloat16 (the previous dtype
             policy is restored afterwards).
-        jit_compile: bool. XLA where the backend has it (TensorFlow, JAX;
-            Keras' own choice under a multi-replica tf.distribute strategy).
+        jit_compile: "auto", True or False: Keras' `jit_compile` ("auto":
+            XLA on JAX and on TensorFlow with a GPU or TPU; `models.xla`).
         next_sentence_prediction: bool. False: masked LM only (no NSP head).
             Objective mlm_nsp only (ELECTRA has no NSP).
         max_seq_length: int or None. With `corpus`: tokens per pair (default
@@ -307,8 +308,10 @@ def _checked_settings(
     errors.check_choice("strategy", strategy, STRATEGY_NAMES)
     if tpu is not None:
         errors.check_type("tpu", tpu, str)
-    for name, value in (("mixed_precision", mixed_precision), ("jit_compile", jit_compile),
-                        ("next_sentence_prediction", next_sentence_prediction)):
+    from keras_bert_app.models.xla import resolve_jit_compile
+
+    jit_compile = resolve_jit_compile(jit_compile)
+    for name, value in (("mixed_precision", mixed_precision), ("next_sentence_prediction", next_sentence_prediction)):
         errors.check_type(name, value, bool)
     if checkpoint_every is None:
         checkpoint_every = max(d for d in range(1, min(1000, steps) + 1) if not steps % d and not phase2["phase2_steps"] % d)
@@ -357,7 +360,7 @@ def _build_pretrainer(settings, resolved, resuming):
             name=settings.optimizer,
             accumulation_steps=settings.accumulation_steps,
         ),
-        jit_compile="auto" if settings.jit_compile else False,  # "auto": XLA on TF and JAX (models/xla.py)
+        jit_compile=settings.jit_compile,
     )
     return pretrainer
 

@@ -1,4 +1,4 @@
-"""`layers.initializers`: a model built to load a checkpoint skips the draws the checkpoint overwrites.
+"""`layers.initializers` and `from_preset`: the same weights as building the model, then loading the checkpoint.
 
 The reference is the plain way: build the model (every weight drawn), then
 load. `from_preset` must give the same weights to the bit, including those
@@ -81,64 +81,8 @@ def test_without_weights_every_weight_is_drawn(tmp_path):
     _assert_same_weights(model, reference)
 
 
-def test_inside_the_block_weights_are_zeros_until_finish():
-    keras.utils.set_random_seed(2)
-    with initializers.deferred_initialization() as deferred:
-        layer = keras.layers.Dense(4, kernel_initializer=initializers.truncated_normal(0.02))
-        layer.build((None, 3))
-    assert not np.any(keras.ops.convert_to_numpy(layer.kernel))
-    deferred.finish(layer)
-    keras.utils.set_random_seed(2)
-    reference = keras.layers.Dense(4, kernel_initializer=initializers.truncated_normal(0.02))
-    reference.build((None, 3))
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer.kernel), keras.ops.convert_to_numpy(reference.kernel))
-
-
-def test_assigned_weights_are_kept_and_the_assign_hook_is_removed():
-    with initializers.deferred_initialization() as deferred:
-        layer = keras.layers.Dense(2, kernel_initializer=initializers.truncated_normal(0.02))
-        layer.build((None, 2))
-    loaded = np.arange(4, dtype="float32").reshape(2, 2)
-    with deferred.loading(layer):
-        layer.kernel.assign(loaded)
-    assert "assign" not in vars(layer.kernel)
-    deferred.finish(layer)
-    np.testing.assert_array_equal(keras.ops.convert_to_numpy(layer.kernel), loaded)
-
-
-def test_a_weight_it_cannot_find_is_an_error_not_a_zero_weight():
-    class Hidden(keras.layers.Layer):
-        def build(self, shape):
-            self.scale_init = initializers.truncated_normal(0.02)  # not an attribute `_VARIABLE_OF` knows
-            self.scale = self.add_weight(shape=(2,), initializer=self.scale_init)
-
-    with initializers.deferred_initialization() as deferred:
-        layer = Hidden()
-        layer.build((None, 2))
-    with pytest.raises(RuntimeError, match="1 weights were filled with zeros but 0 were found"):
-        deferred.finish(layer)
-
-
 def test_serializes_as_a_truncated_normal():
     initializer = initializers.truncated_normal(0.05)
     restored = keras.initializers.deserialize(keras.initializers.serialize(initializer))
     assert isinstance(restored, keras.initializers.TruncatedNormal)
     assert restored.get_config()["stddev"] == 0.05
-
-
-def test_a_model_built_in_another_thread_meanwhile_is_drawn():
-    import threading
-
-    built = {}
-
-    def build_elsewhere():
-        keras.utils.set_random_seed(9)
-        layer = keras.layers.Dense(3, kernel_initializer=initializers.truncated_normal(0.02))
-        layer.build((None, 3))
-        built["kernel"] = keras.ops.convert_to_numpy(layer.kernel)
-
-    with initializers.deferred_initialization():
-        thread = threading.Thread(target=build_elsewhere)
-        thread.start()
-        thread.join()
-    assert np.abs(built["kernel"]).min() > 0

@@ -24,6 +24,7 @@ from keras_bert_app.models.bert_pretrainer import BertPretrainer
 from keras_bert_app.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert_app.models.bert_task import BertTask
 from keras_bert_app.models.bert_token_classifier import BertTokenClassifier
+from keras_bert_app.models.optimizer import BertAdamW
 from tests.convert.checkpoints import TINY as HF_TINY
 from tests.convert.checkpoints import huggingface_tensors, write_huggingface
 
@@ -117,12 +118,13 @@ def test_task_models_compile_with_the_fine_tuning_recipe(factory):
     assert isinstance(model, BertTask) and "compile" not in type(model).__dict__
     model.compile(learning_rate=3e-5, total_steps=100, warmup_ratio=0.2, jit_compile=False)
     optimizer = model.optimizer
-    assert isinstance(optimizer, keras.optimizers.AdamW)
+    assert isinstance(optimizer, BertAdamW) and isinstance(optimizer, keras.optimizers.Adam)
     # HF Trainer's where the paper is silent: ceil(0.2 * 100) warmup steps, decay from the warmup's end, epsilon 1e-8.
     assert optimizer.get_config()["learning_rate"]["config"] == {
         "peak_learning_rate": 3e-5, "total_steps": 100, "warmup_steps": 20, "decay_from_warmup": True,
     }
-    assert (optimizer.weight_decay, optimizer.epsilon, optimizer.global_clipnorm) == (0.01, 1e-8, 1.0)
+    assert (optimizer.decoupled_weight_decay, optimizer.epsilon, optimizer.global_clipnorm) == (0.01, 1e-8, 1.0)
+    assert optimizer.get_config()["weight_decay"] == 0.01
     model.compile()  # no total_steps: a constant rate
     assert float(keras.ops.convert_to_numpy(model.optimizer.learning_rate)) == pytest.approx(5e-5)
 

@@ -9,27 +9,40 @@ from keras import ops
 
 import keras_bert_app as kba
 from keras_bert_app import cli, errors
-from keras_bert_app.models.layerwise_lr_decay import LayerwiseDecayAdamW, layerwise_multipliers, with_layerwise_lr_decay
-from keras_bert_app.models.optimizer import NO_DECAY_NAMES, FusedAdamW, create_optimizer
+from keras_bert_app.models.layerwise_lr_decay import layerwise_multipliers, with_layerwise_lr_decay
+from keras_bert_app.models.optimizer import NO_DECAY_NAMES, BertAdamW, create_optimizer
 
 pytestmark = pytest.mark.all_backends
 
 TINY = dict(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=8, intermediate_dim=16, max_sequence_length=16)
 
 
-def test_multipliers_follow_the_depth():
-    classifier = kba.BertClassifier(kba.BertEncoder(**TINY, embedding_dim=4), num_classes=3)
-    factors = layerwise_multipliers(classifier, 0.5)
+def electra_layer_lrs(learning_rate, layer_decay, n_layers):
+    """A NumPy-free port of google-research/electra's `optimization._get_layer_lrs`: {variable-name key: rate}."""
+    key_to_depths = {"/embeddings/": 0, "/embeddings_project/": 0, "task_specific/": n_layers + 2}
+    for layer in range(n_layers):
+        key_to_depths[f"encoder/layer_{layer}/"] = layer + 1
+    return {key: learning_rate * layer_decay ** (n_layers + 2 - depth) for key, depth in key_to_depths.items()}
+
+
+@pytest.mark.parametrize("num_layers", [1, 2, 4])
+def test_multipliers_equal_electras_layer_rates(num_layers):
+    decay = 0.8
+    classifier = kba.BertClassifier(kba.BertEncoder(**{**TINY, "num_layers": num_layers}, embedding_dim=4), num_classes=3)
+    factors = layerwise_multipliers(classifier, decay)
+    reference = electra_layer_lrs(1.0, decay, num_layers)
     encoder = classifier.encoder
-    # L = 2: embeddings (and their projection) 0.5^3, layer 0: 0.5^2, layer 1: 0.5^1, pooler and head: full rate.
-    for variable in encoder.embeddings.weights + encoder.embedding_projection.weights:
-        assert factors[id(variable)] == 0.125, variable.path
-    for index, expected in ((0, 0.25), (1, 0.5)):
+    for variable in encoder.embeddings.weights:
+        assert factors[variable.path] == pytest.approx(reference["/embeddings/"]), variable.path
+    for variable in encoder.embedding_projection.weights:
+        assert factors[variable.path] == pytest.approx(reference["/embeddings_project/"]), variable.path
+    for index in range(num_layers):
         for variable in encoder.transformer_layers[index].weights:
-            assert factors[id(variable)] == expected, variable.path
-    encoder_ids = {id(v) for v in encoder.weights}
-    heads = [v for v in classifier.trainable_variables if id(v) not in encoder_ids] + encoder.pooler.weights
-    assert heads and all(id(v) not in factors for v in heads)
+            assert factors[variable.path] == pytest.approx(reference[f"encoder/layer_{index}/"]), variable.path
+    # The pooler and the head: no key of the reference matches them (full rate), as `task_specific/` gets.
+    encoder_paths = {v.path for v in encoder.weights}
+    heads = [v for v in classifier.trainable_variables if v.path not in encoder_paths] + encoder.pooler.weights
+    assert heads and all(v.path not in factors for v in heads) and reference["task_specific/"] == 1.0
     with pytest.raises(errors.ArgumentError, match="layerwise_lr_decay"):
         layerwise_multipliers(classifier, 1.5)
 
@@ -65,11 +78,11 @@ def test_updates_match_a_per_variable_adamw(accumulation):
     variables = [keras.Variable(value, name=name) for name, value in zip(shapes, initial)]
     factors = [0.25, 0.5, 1.0]
     decays = [True, False, False]  # bias and LayerNorm gamma: no weight decay
-    optimizer = LayerwiseDecayAdamW(
-        multipliers={id(v): f for v, f in zip(variables, factors)}, learning_rate=0.1, weight_decay=0.1,
-        epsilon=1e-6, global_clipnorm=1.0, gradient_accumulation_steps=accumulation if accumulation > 1 else None,
+    optimizer = BertAdamW(
+        learning_rate_multipliers={v.path: f for v, f in zip(variables, factors)}, learning_rate=0.1,
+        weight_decay=0.1, no_decay_names=NO_DECAY_NAMES, epsilon=1e-6, global_clipnorm=1.0,
+        gradient_accumulation_steps=accumulation if accumulation > 1 else None,
     )
-    optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
     gradient_steps = [[rng.normal(size=shape).astype("float32") for shape in shapes.values()] for _ in range(4)]
     for gradients in gradient_steps:
         optimizer.apply([ops.convert_to_tensor(g) for g in gradients], variables)
@@ -83,9 +96,10 @@ def test_decay_one_is_plain_adamw():
     initial = rng.normal(size=(5, 3)).astype("float32")
     gradients = [rng.normal(size=(5, 3)).astype("float32") for _ in range(3)]
     plain, decayed = keras.Variable(initial, name="kernel"), keras.Variable(initial, name="kernel")
-    # Our AdamW (`create_optimizer`'s): on TensorFlow the same fused kernel, so equal to float rounding.
-    reference = FusedAdamW(learning_rate=0.05, weight_decay=0.01, global_clipnorm=1.0)
-    ours = LayerwiseDecayAdamW(multipliers={id(decayed): 1.0}, learning_rate=0.05, weight_decay=0.01, global_clipnorm=1.0)
+    # Keras' own AdamW: the same update, and the same decay (a factor of 1 changes nothing).
+    reference = keras.optimizers.AdamW(learning_rate=0.05, weight_decay=0.01, global_clipnorm=1.0)
+    ours = BertAdamW(learning_rate_multipliers={decayed.path: 1.0}, learning_rate=0.05, weight_decay=0.01,
+                     global_clipnorm=1.0)
     for gradient in gradients:
         reference.apply([ops.convert_to_tensor(gradient)], [plain])
         ours.apply([ops.convert_to_tensor(gradient)], [decayed])
@@ -96,21 +110,36 @@ def test_compile_keeps_the_schedule_clipping_and_exclusions():
     classifier = kba.BertClassifier(kba.BertEncoder(**TINY), num_classes=2)
     classifier.compile(learning_rate=1e-3, total_steps=10, layerwise_lr_decay=0.8, jit_compile=False)
     optimizer = classifier.optimizer
-    assert isinstance(optimizer, LayerwiseDecayAdamW)
-    assert isinstance(optimizer._learning_rate, keras.optimizers.schedules.LearningRateSchedule)
-    assert optimizer.global_clipnorm == 1.0 and optimizer.weight_decay == 0.01
-    optimizer.build(classifier.trainable_variables)
-    assert optimizer._factors.count(0.8**3) == len(classifier.encoder.embeddings.trainable_weights)
-    assert optimizer._factors.count(1.0) == len(classifier.trainable_variables) - len(layerwise_multipliers(classifier, 0.8))
-    # LayerNorm and bias variables are not decayed (as in AdamW), kernels are.
-    decayed = {v.path: flag for flag, v in zip(optimizer._decays, optimizer._trainable_variables)}
-    assert not any(flag for path, flag in decayed.items() if path.endswith(("gamma", "beta", "bias")))
-    assert decayed["transformer_layer_0/intermediate/kernel"]
+    assert isinstance(optimizer, BertAdamW)
+    config = optimizer.get_config()
+    assert config["learning_rate"]["class_name"] == "WarmupLinearDecay"
+    assert optimizer.global_clipnorm == 1.0 and optimizer.decoupled_weight_decay == 0.01
+    assert config["learning_rate_multipliers"] == layerwise_multipliers(classifier, 0.8)
+    # Zero gradients: only the decoupled decay moves a variable, at the rate of its layer; LayerNorm and biases stay.
+    before = {v.path: np.array(ops.convert_to_numpy(v)) for v in classifier.trainable_variables}
+    optimizer.apply([ops.zeros(tuple(v.shape)) for v in classifier.trainable_variables], classifier.trainable_variables)
+    for variable in classifier.trainable_variables:
+        if variable.name in ("gamma", "beta", "bias"):
+            np.testing.assert_array_equal(ops.convert_to_numpy(variable), before[variable.path])
     with pytest.raises(errors.ArgumentError, match="works with AdamW"):
         with_layerwise_lr_decay(keras.optimizers.SGD(), classifier, 0.8)
     lamb = create_optimizer(1e-3, 10, 1, name="lamb")
     with pytest.raises(errors.ArgumentError, match="got Lamb"):
         with_layerwise_lr_decay(lamb, classifier, 0.8)
+
+
+def test_layer_rates_reach_the_weight_decay():
+    """ELECTRA decays each variable with its layer's own rate: zero gradients, so only the decay moves a kernel."""
+    classifier = kba.BertClassifier(kba.BertEncoder(**TINY), num_classes=2)
+    optimizer = with_layerwise_lr_decay(BertAdamW(learning_rate=0.1, weight_decay=0.5), classifier, 0.5)
+    before = {v.path: np.array(ops.convert_to_numpy(v)) for v in classifier.trainable_variables}
+    optimizer.apply([ops.zeros(tuple(v.shape)) for v in classifier.trainable_variables], classifier.trainable_variables)
+    factors = layerwise_multipliers(classifier, 0.5)
+    for variable in classifier.trainable_variables:
+        if variable.name != "kernel" or not np.any(before[variable.path]):
+            continue
+        expected = before[variable.path] * (1 - 0.5 * 0.1 * factors.get(variable.path, 1.0))
+        np.testing.assert_allclose(ops.convert_to_numpy(variable), expected, rtol=1e-6, err_msg=variable.path)
 
 
 @pytest.mark.large

@@ -1,4 +1,4 @@
-"""XLA by default on TensorFlow and JAX (CPU included): same numbers as without it."""
+"""`jit_compile` with Keras' meaning, one flag on the commands; XLA gives the same numbers as without it."""
 
 import keras
 import numpy as np
@@ -8,18 +8,12 @@ from keras_bert_app.models.bert_classifier import BertClassifier
 from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.models.bert_pretrainer import BertPretrainer
 from keras_bert_app.training.optimizer import create_optimizer
-from keras_bert_app.models.xla import JIT_COMPILE_VARIABLE, has_accelerator, jit_compile_for_lengths
-from keras_bert_app.training.xla import resolve_jit_compile
+from keras_bert_app.models.xla import has_accelerator
+from keras_bert_app.training.xla import parse_jit_compile, resolve_jit_compile
 
 pytestmark = pytest.mark.all_backends
 
 XLA = keras.config.backend() in ("tensorflow", "jax")
-
-
-@pytest.fixture(autouse=True)
-def xla_by_default(monkeypatch):
-    """The defaults themselves (tools/run_tests.py turns "auto" off for the rest of the TensorFlow run)."""
-    monkeypatch.delenv(JIT_COMPILE_VARIABLE, raising=False)
 
 
 def _encoder():
@@ -41,62 +35,40 @@ def _batch():
     return x, y, {"mlm": np.array([[1, 1, 0], [1, 0, 0], [1, 1, 1], [1, 1, 0]], "float32")}
 
 
-def test_auto_means_xla_on_tensorflow_and_jax_and_none_on_torch():
-    assert resolve_jit_compile("auto") is XLA
+def test_auto_is_keras_own_choice():
+    """"auto" is passed to Keras: XLA on JAX, none on a TensorFlow CPU (no GPU here) nor on PyTorch."""
+    assert resolve_jit_compile("auto") == "auto"
     assert resolve_jit_compile(False) is False
     if XLA:
         assert resolve_jit_compile(True) is True
     else:
         with pytest.raises(ValueError, match="TensorFlow or JAX"):
             resolve_jit_compile(True)
+    with pytest.raises(ValueError, match="'auto', True or False"):
+        resolve_jit_compile("yes")
     classifier = BertClassifier(_encoder(), num_classes=3)
     classifier.compile()
-    assert classifier.jit_compile is XLA  # Keras' own "auto" is False for TensorFlow on CPU
+    assert classifier.jit_compile is (keras.config.backend() == "jax" or has_accelerator())
 
 
-def test_runs_with_several_lengths_skip_xla_on_a_tensorflow_cpu_unless_asked():
-    """Bucketing: one compile per length; on a CPU TensorFlow runs faster without XLA (models/xla.py)."""
-    assert jit_compile_for_lengths(False) == "auto"  # one length: the usual default
-    assert jit_compile_for_lengths(True, True) is True and jit_compile_for_lengths(True, False) is False
-    if keras.config.backend() == "tensorflow" and not has_accelerator():
-        assert jit_compile_for_lengths(True) is False
-    else:
-        assert jit_compile_for_lengths(True) == "auto"  # JAX compiles anyway; torch has no XLA
+@pytest.mark.parametrize("given, expected", [("auto", "auto"), ("true", True), ("false", False)])
+def test_the_commands_flag_gives_kerass_values(given, expected, capsys):
+    from keras_bert_app.commands.main import build_parser
+    from keras_bert_app.commands.options import jit_compile_value
 
+    import argparse
 
-@pytest.mark.parametrize("value", ["0", "false", "Off"])
-def test_the_environment_turns_auto_off_and_leaves_true_alone(monkeypatch, value):
-    monkeypatch.setenv(JIT_COMPILE_VARIABLE, value)
-    assert resolve_jit_compile("auto") is False
-    classifier = BertClassifier(_encoder(), num_classes=3)
-    classifier.compile()
-    assert classifier.jit_compile is False
-    if XLA:
-        assert resolve_jit_compile(True) is True
-    monkeypatch.setenv(JIT_COMPILE_VARIABLE, "1")
-    assert resolve_jit_compile("auto") is XLA
-    monkeypatch.setenv(JIT_COMPILE_VARIABLE, "maybe")
-    with pytest.raises(ValueError, match=f"{JIT_COMPILE_VARIABLE}='maybe': expected 0 or 1"):
-        resolve_jit_compile("auto")
+    from keras_bert_app.commands.options import add_jit_compile_argument
 
-
-def test_auto_is_left_to_keras_under_a_multi_replica_tensorflow_strategy():
-    """XLA on CPU cannot compile MirroredStrategy's collectives (tests/training/test_distribution.py runs the real thing)."""
-
-    class Strategy:
-        def __init__(self, replicas):
-            self.num_replicas_in_sync = replicas
-
-    class Model:
-        def __init__(self, replicas):
-            self.distribute_strategy = Strategy(replicas)
-
-    if keras.config.backend() == "tensorflow":
-        assert resolve_jit_compile("auto", Model(2)) == "auto"
-        assert resolve_jit_compile("auto", Model(1)) is True
-        assert resolve_jit_compile(False, Model(2)) is False
-    else:  # keras.distribution on JAX compiles as usual; torch has no XLA
-        assert resolve_jit_compile("auto", Model(2)) is XLA
+    parser = argparse.ArgumentParser()
+    add_jit_compile_argument(parser)
+    assert jit_compile_value(parser.parse_args(["--jit-compile", given])) == expected
+    assert jit_compile_value(parser.parse_args([])) == "auto"
+    for command in (["pretrain"], ["finetune", "classify"]):  # the commands carry it
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([*command, "--help"])
+        assert "--jit-compile {auto,true,false}" in capsys.readouterr().out
+    assert parse_jit_compile(given) == expected
 
 
 @pytest.mark.skipif(

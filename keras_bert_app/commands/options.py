@@ -1,0 +1,17 @@
+"""Command-line options that several subcommands share, parsed the same way everywhere."""
+
+JIT_COMPILE_VALUES = {"auto": "auto", "true": True, "false": False}
+
+
+def add_jit_compile_argument(parser):
+    """`--jit-compile {auto,true,false}`: Keras' `jit_compile`, passed through (`jit_compile_value`)."""
+    parser.add_argument(
+        "--jit-compile", choices=tuple(JIT_COMPILE_VALUES), default="auto",
+        help="XLA, with Keras' meaning: auto (default) compiles on JAX and on TensorFlow with a GPU or TPU, "
+        "not on a TensorFlow CPU nor PyTorch; true compiles on TensorFlow and JAX; false never",
+    )
+
+
+def jit_compile_value(args):
+    """The `jit_compile` argument of the stage functions for the parsed `--jit-compile`."""
+    return JIT_COMPILE_VALUES[args.jit_compile]
