@@ -29,16 +29,17 @@ def test_datasets_are_fixed_samples_of_real_text(tmp_path):
 
 def test_table_and_ratios():
     rows = [
-        {"dataset": "headlines", "implementation": "ours", "seconds": 50.0, "train_seconds": 20.0, "accuracy": 0.9},
+        {"dataset": "headlines", "implementation": "ours", "seconds": 50.0, "train_seconds": 20.0, "accuracy": 0.9,
+         "examples_per_second_after_first_step": 80.25},
         {"dataset": "headlines", "implementation": "hf-grouped", "seconds": 75.0, "train_seconds": 30.0,
-         "accuracy": 0.91},
+         "accuracy": 0.91, "examples_per_second_after_first_step": None},
         {"dataset": "headlines", "implementation": "keras-hub", "seconds": 9.0, "error": "exit status 1: boom"},
     ]
     report = {"rows": rows, "ratios": finetune_suite.time_ratios(rows)}
     assert report["ratios"] == {"headlines": {"hf-grouped": 1.5}}
     table = finetune_suite.format_table(report).splitlines()
-    assert table[2] == "| headlines | ours | 50 | 20 | 0.9000 | 1.00x |"
-    assert table[3] == "| headlines | hf-grouped | 75 | 30 | 0.9100 | 1.50x |"
+    assert table[2] == "| headlines | ours | 50 | 20 | 80.2 | 0.9000 | 1.00x |"
+    assert table[3] == "| headlines | hf-grouped | 75 | 30 | - | 0.9100 | 1.50x |"
     assert "failed: exit status 1: boom" in table[4]
 
 
@@ -94,6 +95,8 @@ def test_tiny_whole_run_of_every_implementation(tmp_path, shared_data, monkeypat
     report = json.loads((tmp_path / "bench_finetune.json").read_text())
     assert [row["implementation"] for row in report["rows"]] == list(finetune_suite.DEFAULT_IMPLEMENTATIONS)
     assert all(0 <= row["accuracy"] <= 1 and row["seconds"] > 0 for row in report["rows"])
+    # 24 examples in batches of 8: every implementation reports the rate of its 2 steps after the first.
+    assert all(row["examples_per_second_after_first_step"] > 0 for row in report["rows"])
     assert "| headlines | ours |" in out and "time / ours" in out
     # The bfloat16 pair, asked for by name.
     code = cli.main(["bench", "--task", "finetune", "--checkpoint", str(checkpoint), "--datasets", "headlines",

@@ -119,8 +119,11 @@ def run_finetune_benchmark(
                     )
                 seconds = round(time.perf_counter() - started, 1)
                 rows.append({"dataset": dataset, "implementation": implementation, "seconds": seconds, **result})
+                rate = result.get("examples_per_second_after_first_step")
                 log(f"  {implementation} on {dataset}: {seconds} s, " + (
-                    f"dev accuracy {result['accuracy']:.4f}" if "accuracy" in result else result["error"]))
+                    f"dev accuracy {result['accuracy']:.4f}" + ("" if rate is None else f", {rate:.1f} examples/s "
+                                                                 "after the first step")
+                    if "accuracy" in result else result["error"]))
     finally:
         if temporary is not None:
             temporary.cleanup()
@@ -148,17 +151,19 @@ def time_ratios(rows):
 
 def format_table(report):
     """A Markdown table: one row per run, with the time relative to ours."""
-    lines = ["| data | implementation | whole process (s) | train (s) | dev accuracy | time / ours |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = ["| data | implementation | whole process (s) | train (s) | examples/s after step 1 | dev accuracy | "
+             "time / ours |", "|---|---|---:|---:|---:|---:|---:|"]
     for row in report["rows"]:
         ratio = 1.0 if row["implementation"] == "ours" else report["ratios"].get(row["dataset"], {}).get(
             row["implementation"])
         if "error" in row:
-            lines.append(f"| {row['dataset']} | {row['implementation']} | failed: {row['error']} | | | |")
+            lines.append(f"| {row['dataset']} | {row['implementation']} | failed: {row['error']} | | | | |")
             continue
+        rate = row.get("examples_per_second_after_first_step")
         lines.append(
             f"| {row['dataset']} | {row['implementation']} | {row['seconds']:.0f} | {row['train_seconds']:.0f} | "
-            f"{row['accuracy']:.4f} | {'-' if ratio is None else f'{ratio:.2f}x'} |"
+            f"{'-' if rate is None else f'{rate:.1f}'} | {row['accuracy']:.4f} | "
+            f"{'-' if ratio is None else f'{ratio:.2f}x'} |"
         )
     return "\n".join(lines)
 

@@ -62,7 +62,8 @@ def ours_result(spec):
     import pathlib
 
     metrics = json.loads((pathlib.Path(spec["output"]) / "metrics.json").read_text(encoding="utf-8"))
-    return {"accuracy": metrics["dev"]["accuracy"], "train_seconds": metrics["train_seconds"]}
+    return {"accuracy": metrics["dev"]["accuracy"], "train_seconds": metrics["train_seconds"],
+            "examples_per_second_after_first_step": metrics.get("examples_per_second_after_first_step")}
 
 
 def keras_hub_checkpoint(spec):
@@ -107,6 +108,7 @@ def run_keras_hub(spec):
     import numpy as np
 
     from keras_bert_app.benchmark.finetune_data import read_csv
+    from keras_bert_app.training.throughput import StepTimes
 
     keras.utils.set_random_seed(spec["seed"])
     texts, labels = read_csv(spec["train"])
@@ -121,15 +123,17 @@ def run_keras_hub(spec):
         checkpoint, num_classes=len(names), preprocessor=preprocessor
     )
     classifier.compile(optimizer=keras.optimizers.Adam(spec["learning_rate"]))
+    step_times = StepTimes(spec["batch_size"], len(texts))
     started = time.perf_counter()
     classifier.fit(
         x=texts, y=np.array([names.index(label) for label in labels]), batch_size=spec["batch_size"],
-        epochs=spec["epochs"], verbose=0,
+        epochs=spec["epochs"], verbose=0, callbacks=[step_times],
     )
     train_seconds = time.perf_counter() - started
     logits = classifier.predict(dev_texts, batch_size=spec["batch_size"], verbose=0)
     accuracy = float(np.mean(np.asarray(logits).argmax(-1) == np.array([names.index(label) for label in dev_labels])))
-    return {"accuracy": accuracy, "train_seconds": round(train_seconds, 1)}
+    return {"accuracy": accuracy, "train_seconds": round(train_seconds, 1),
+            "examples_per_second_after_first_step": step_times.summary()["examples_per_second_after_first_step"]}
 
 
 def hf_classifier(checkpoint, num_labels):
@@ -188,6 +192,7 @@ def run_hf(spec, grouped, bf16=False):
         return torch.autocast("cpu", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
 
     started = time.perf_counter()
+    first_step_end, later_examples = None, 0
     model.train()
     for _ in range(spec["epochs"]):
         if grouped:
@@ -204,14 +209,20 @@ def run_hf(spec, grouped, bf16=False):
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad()
+            if first_step_end is None:
+                first_step_end = time.perf_counter()
+            else:
+                later_examples += len(batch["labels"])
     train_seconds = time.perf_counter() - started
+    later_seconds = started + train_seconds - first_step_end if first_step_end else 0
     model.eval()
     correct = 0
     with torch.no_grad(), autocast():
         for start in range(0, len(dev), batch_size):
             batch = collator(dev[start:start + batch_size])
             correct += int((model(**batch).logits.argmax(-1) == batch["labels"]).sum())
-    return {"accuracy": correct / len(dev), "train_seconds": round(train_seconds, 1)}
+    return {"accuracy": correct / len(dev), "train_seconds": round(train_seconds, 1),
+            "examples_per_second_after_first_step": round(later_examples / later_seconds, 2) if later_seconds else None}
 
 
 def run(spec):

@@ -211,6 +211,7 @@ def finetune(
     from keras_bert_app.training.last_epoch_validation import (
         LastEpochValidation, keras_validation_epochs, scores_from_predictions,
     )
+    from keras_bert_app.training.throughput import StepTimes
 
     keras.utils.set_random_seed(seed)
     output.mkdir(parents=True, exist_ok=True)
@@ -276,6 +277,8 @@ def finetune(
         callbacks.insert(0, last_epoch)
         validation_freq = keras_validation_epochs(epochs, validation_freq)
     validation_data = task.validation_data(devs[0], batch_size) if validation_freq else None
+    step_times = StepTimes(batch_size, train.num_features)
+    callbacks.insert(0, step_times)
     started = time.perf_counter()
     with warnings.catch_warnings():
         # Tagging and span heads read the tokens, not the pooler: it gets no gradient, as it should.
@@ -292,6 +295,7 @@ def finetune(
 
     metrics = {"task": None, "train_examples": len(train), **task.training_statistics(train)}
     metrics["train_seconds"] = round(train_seconds, 1)
+    metrics.update(step_times.summary())
     scoring = model
     if model.encoder.dtype_policy.name != "float32":
         # The preset holds the float32 weights, which `predict` and `evaluate` run in float32: so do the dev scores.

@@ -140,3 +140,46 @@ class ThroughputCallback(keras.callbacks.Callback):
             message += f", MFU {100 * logs['mfu']:.1f}%"
         if self.print_fn:
             self.print_fn(message)
+
+
+class StepTimes(keras.callbacks.Callback):
+    """The first training step's seconds, and the examples per second of the steps after it.
+
+    The first step holds one-time costs (tracing, compiling, building the
+    optimizer state); the steps after it are the throughput a longer run
+    gets. Epoch ends (validation) are left out of the time.
+
+    Args:
+        batch_size: int. Examples of a full batch (a last, partial batch of
+            an epoch is counted as `examples_per_epoch` says).
+        examples_per_epoch: int. Training examples of one epoch.
+    """
+
+    def __init__(self, batch_size, examples_per_epoch):
+        super().__init__()
+        self.batch_size = batch_size
+        self.examples_per_epoch = examples_per_epoch
+        self.first_step_seconds = None
+        self.later_seconds = 0.0
+        self.later_examples = 0
+        self._started = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._started = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        seconds = time.perf_counter() - self._started
+        examples = min(self.batch_size, self.examples_per_epoch - batch * self.batch_size)
+        if self.first_step_seconds is None:
+            self.first_step_seconds = seconds
+        else:
+            self.later_seconds += seconds
+            self.later_examples += examples
+
+    def summary(self):
+        """{"first_step_seconds", "examples_per_second_after_first_step"} (None where no such step ran)."""
+        rate = self.later_examples / self.later_seconds if self.later_seconds > 0 else None
+        return {
+            "first_step_seconds": None if self.first_step_seconds is None else round(self.first_step_seconds, 3),
+            "examples_per_second_after_first_step": None if rate is None else round(rate, 2),
+        }

@@ -1,0 +1,130 @@
+"""`keras_bert_app.compat`: each workaround's upstream bug is still there (else these fail: delete the entry),
+ours works around it, and a Keras version an entry does not know gets a warning naming it."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import warnings
+
+import keras
+import pytest
+
+from keras_bert_app import compat
+from tests.conftest import REPO_ROOT
+
+TENSORFLOW_ONLY = pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="tf.distribute is TensorFlow's")
+
+# A stock Keras model with a boolean input (as our `padding_mask`) and one of ours, `fit` under a 2-replica
+# MirroredStrategy on 2 logical CPUs: "stock" fails in Keras' build before `fit` (keras-team/keras#20585).
+MIRRORED_BUILD = """
+import json, sys
+import numpy as np, tensorflow as tf
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from keras_bert_app.compat import DistributionWorkarounds
+
+class Ours(DistributionWorkarounds, keras.Model):
+    pass
+
+def build(model_class):
+    tokens = keras.Input((4,), dtype="float32", name="tokens")
+    mask = keras.Input((4,), dtype="bool", name="mask")
+    outputs = keras.layers.Dense(1)(tokens * keras.ops.cast(mask, "float32"))
+    return model_class({"tokens": tokens, "mask": mask}, outputs)
+
+data = tf.data.Dataset.from_tensor_slices(
+    ({"tokens": np.ones((8, 4), "float32"), "mask": np.ones((8, 4), bool)}, np.ones((8, 1), "float32"))).batch(4)
+results = {}
+for name, model_class in (("stock", keras.Model), ("ours", Ours)):
+    with tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope():
+        model = build(model_class)
+        model.compile(optimizer="sgd", loss="mse")
+    try:
+        model.fit(data, epochs=1, verbose=0)
+        results[name] = "ok"
+    except Exception as error:
+        results[name] = f"{type(error).__name__}: {str(error)[:300]}"
+print(json.dumps(results))
+"""
+
+
+@TENSORFLOW_ONLY
+def test_build_from_element_spec_is_still_needed_and_works():
+    result = subprocess.run([sys.executable, "-c", MIRRORED_BUILD], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "PYTHONPATH": str(REPO_ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["ours"] == "ok", outcome
+    assert outcome["stock"] != "ok", (
+        "Keras now builds a model with a boolean input under MirroredStrategy: keras-team/keras#20585 is fixed, "
+        "delete compat's 'build_from_element_spec' entry."
+    )
+
+
+# Two local workers fit a stock Keras model (fails in Keras' scalar-log reduce) and one with our mixin.
+MULTI_WORKER = """
+import json, sys
+import numpy as np, tensorflow as tf
+import keras
+from keras_bert_app.compat import DistributionWorkarounds
+
+class Ours(DistributionWorkarounds, keras.Model):
+    pass
+
+strategy = tf.distribute.MultiWorkerMirroredStrategy()
+results = {}
+for name, model_class in (("stock", keras.Model), ("ours", Ours)):
+    with strategy.scope():
+        inputs = keras.Input((4,))
+        model = model_class(inputs, keras.layers.Dense(1)(inputs))
+        model.compile(optimizer="sgd", loss="mse")
+    data = tf.data.Dataset.from_tensor_slices((np.ones((16, 4), "float32"), np.ones((16, 1), "float32"))).batch(4)
+    try:
+        model.fit(data, epochs=1, verbose=0)
+        results[name] = "ok"
+    except Exception as error:
+        results[name] = f"{type(error).__name__}: {str(error)[:300]}"
+with open(sys.argv[1], "w") as file:
+    json.dump(results, file)
+"""
+
+
+@TENSORFLOW_ONLY
+@pytest.mark.large
+def test_multi_worker_scalar_logs_is_still_needed_and_works(tmp_path):
+    ports = []
+    for _ in range(2):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            ports.append(sock.getsockname()[1])
+    processes = []
+    for index in range(2):
+        config = {"cluster": {"worker": [f"127.0.0.1:{port}" for port in ports]}, "task": {"type": "worker", "index": index}}
+        env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TF_CPP_MIN_LOG_LEVEL": "3", "TF_CONFIG": json.dumps(config)}
+        processes.append(subprocess.Popen([sys.executable, "-c", MULTI_WORKER, str(tmp_path / f"{index}.json")],
+                                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for process in processes:
+        log, _ = process.communicate(timeout=600)
+        assert process.returncode == 0, log[-3000:]
+    outcome = json.loads((tmp_path / "0.json").read_text())
+    assert outcome["ours"] == "ok", outcome
+    assert outcome["stock"] != "ok", (
+        "Keras now fits under MultiWorkerMirroredStrategy: keras-team/keras#20329 is fixed, delete compat's "
+        "'multi_worker_scalar_logs' entry."
+    )
+
+
+def test_an_unknown_keras_version_warns_once_naming_the_entry(monkeypatch):
+    monkeypatch.setattr(compat, "_WARNED", set())
+    assert compat.check_version("build_from_element_spec")  # the installed Keras is one it knows
+    monkeypatch.setattr(keras, "__version__", "9.1.0")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert not compat.check_version("build_from_element_spec")
+        assert not compat.check_version("build_from_element_spec")
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert "'build_from_element_spec'" in message and "keras-team/keras/issues/20585" in message and "9.1.0" in message
