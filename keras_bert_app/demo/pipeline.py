@@ -127,7 +127,10 @@ def checkpoint_every(steps, points=20):
 
 
 def pretrain_stage(output, settings, log, learning_rate=defaults.DEFAULT_PRETRAIN_LEARNING_RATE):
+    import keras
+
     from keras_bert_app.demo.report import number, read_csv
+    from keras_bert_app.models.xla import XLA_BACKENDS
     from keras_bert_app.training.pretrain import pretrain
 
     steps = settings["steps"]
@@ -138,6 +141,9 @@ def pretrain_stage(output, settings, log, learning_rate=defaults.DEFAULT_PRETRAI
         learning_rate=learning_rate, warmup_steps=max(1, steps // 10),
         checkpoint_every=every, output_bias_init="unigram", dropout=defaults.DEFAULT_PRETRAIN_DROPOUT,
         seed=settings["seed"],
+        # Thousands of steps of one batch shape: XLA's one compile pays for itself (Keras' "auto" leaves a
+        # TensorFlow CPU without it).
+        jit_compile=keras.config.backend() in XLA_BACKENDS,
     )
     announce(log, "pretrain", **arguments)
     pretrain(**arguments, log=log)
