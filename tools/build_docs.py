@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import docs_api_reference  # noqa: E402
 import docs_cli_reference  # noqa: E402
+import docs_results_plots  # noqa: E402
 import docs_results  # noqa: E402
 import docs_results_pages  # noqa: E402
 from docs_results import ResultsError  # noqa: E402
@@ -43,7 +44,20 @@ def results_page(name, data_dir=docs_results.DATA):
     result = docs_results.RESULTS[name]
     files, provenance = docs_results.load_result(result, data_dir)
     folder = pathlib.Path(data_dir) / result.folder
-    return RENDERERS[name](result, files, provenance, folder) + docs_results_pages.plots(result, folder)
+    text = RENDERERS[name](result, files, provenance, folder) + docs_results_pages.plots(result, folder)
+    if name in docs_results_plots.PLOTS:
+        text += f"\n![{result.title}](plots/{name}.png)\n"
+    return text
+
+
+def results_plots(data_dir=docs_results.DATA):
+    """{path relative to docs/: PNG bytes} of the plots drawn from the results JSON."""
+    plots = {}
+    for name, (file_name, draw) in docs_results_plots.PLOTS.items():
+        result = docs_results.RESULTS[name]
+        files, _ = docs_results.load_result(result, data_dir)
+        plots[f"results/plots/{name}.png"] = draw(files[file_name])
+    return plots
 
 
 def generated_pages(data_dir=docs_results.DATA):
@@ -56,11 +70,13 @@ def generated_pages(data_dir=docs_results.DATA):
 
 def generate(docs_dir=DOCS, data_dir=docs_results.DATA):
     """Write the generated pages into `docs_dir` (a file is rewritten only when its text changes)."""
-    for relative, text in generated_pages(data_dir).items():
+    outputs = {relative: text.encode("utf-8") for relative, text in generated_pages(data_dir).items()}
+    outputs.update(results_plots(data_dir))
+    for relative, content in outputs.items():
         path = pathlib.Path(docs_dir) / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.write_text(text, encoding="utf-8")
+        if not path.is_file() or path.read_bytes() != content:
+            path.write_bytes(content)
 
 
 def main(argv=None):
@@ -85,8 +101,9 @@ def main(argv=None):
         return 2
     if args.action == "generate":
         return 0
+    environment = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}  # Material's notice about its successor, at every build
     return subprocess.call([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file",
-                            str(REPO_ROOT / "mkdocs.yml")], cwd=REPO_ROOT)
+                            str(REPO_ROOT / "mkdocs.yml")], cwd=REPO_ROOT, env=environment)
 
 
 if __name__ == "__main__":

@@ -84,6 +84,7 @@ RESULTS = {
          **{f"{arm}/{name}": keys for arm in ("token", "whole_word", "ngram") for name, keys in MASKING_ARM_FILES.items()},
          "whole_word/stages/finetune_random.json": ("dev_accuracy",),
          "whole_word/stages/features.json": ("random_cls", "random_mean")},
+        plots=("whole_word/finetuning.png",),
     ),
     "quickstart": Result(
         "quickstart", "Quickstart", "keras-bert-app quickstart", "quickstart", QUICKSTART_FILES,

@@ -28,7 +28,7 @@ def _versions_line(versions):
 
 def _provenance(result, command, machine, versions, provenance):
     """The lines saying what made the table: the command, the machine and the package versions."""
-    lines = [f"Generated from `docs/results/data/{result.folder}/` by `python tools/build_docs.py`."]
+    lines = [f"Generated from `docs/results/data/{result.folder}/` by `python tools/build_docs.py`.", ""]
     collected = " (recorded by `tools/build_docs.py collect` where the run was collected)"
     if command is None and provenance.get("command"):
         command = provenance["command"]
