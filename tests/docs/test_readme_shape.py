@@ -23,3 +23,11 @@ def test_the_two_commands_agree_with_ci():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert run in ci.splitlines()  # the same test command, as its own line
     assert '-c constraints.txt -e ".[test]"' in install and '-c constraints.txt -e ".[test]"' in ci
+
+
+def test_the_command_table_lists_every_command():
+    from keras_bert_app.commands.main import COMMANDS
+
+    text = README.read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `([a-z-]+)` \|", text, re.M)
+    assert listed == list(COMMANDS)
