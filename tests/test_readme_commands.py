@@ -1,4 +1,4 @@
-"""Every `keras-bert-app` command line the README shows parses with the real entry point's parser.
+"""Every `keras-bert-app` command line the README and the docs show parses with the real entry point's parser.
 
 The tests of each command run it through `cli.main`; this one makes sure no
 README line is left unreachable (as `evaluate squad` and `predict squad`
@@ -14,12 +14,27 @@ import pytest
 
 from keras_bert_app.commands import main as entry_point
 
-README = pathlib.Path(__file__).resolve().parent.parent / "README.md"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+
+def documentation_files():
+    """README.md and the hand-written Markdown of docs/ (not the pages tools/build_docs.py generates)."""
+    generated = {"reference", "data"}
+    pages = [path for path in sorted((ROOT / "docs").rglob("*.md"))
+             if not generated & set(path.relative_to(ROOT / "docs").parts[:-1])
+             and not (path.parent.name == "results" and path.name != "index.md")]
+    return [README, *pages]
 
 
 def readme_commands():
-    """The `keras-bert-app ...` lines of README code blocks and inline code, continuations joined."""
-    text = README.read_text(encoding="utf-8")
+    """The `keras-bert-app ...` lines of README and docs code blocks and inline code, continuations joined."""
+    return [command for path in documentation_files() for command in file_commands(path)]
+
+
+def file_commands(path):
+    """The `keras-bert-app ...` lines of one Markdown file's code blocks and inline code."""
+    text = path.read_text(encoding="utf-8")
     commands = []
     blocks, current = [], None
     for line in text.splitlines():
@@ -54,6 +69,12 @@ def _argv(command):
     return words[1:]
 
 
+def test_the_docs_are_scanned():
+    names = {path.relative_to(ROOT).as_posix() for path in documentation_files()}
+    assert {"README.md", "docs/getting-started.md", "docs/guides/fine-tuning.md", "docs/results/index.md"} <= names
+    assert "docs/reference/cli.md" not in names  # generated from the parser itself
+
+
 def test_the_readme_shows_commands_of_every_kind():
     names = {(_argv(command) or ["--help"])[0] for command in readme_commands()}
     assert {"quickstart", "pretrain", "finetune", "evaluate", "predict", "export", "convert", "bench"} <= names
@@ -68,4 +89,4 @@ def test_readme_command_parses(command, capsys):
     try:
         parser.parse_args(argv)
     except SystemExit as exit:
-        pytest.fail(f"README line does not parse ({exit.code}): {command}\n{capsys.readouterr().err}")
+        pytest.fail(f"README/docs line does not parse ({exit.code}): {command}\n{capsys.readouterr().err}")

@@ -1,8 +1,8 @@
 """`keras-bert-app quickstart`: the whole paper at small scale, on built-in data.
 
-    keras-bert-app quickstart                       # BBC News, about 4 minutes on 2 CPU cores
+    keras-bert-app quickstart                       # BBC News, a few minutes on 2 CPU cores
     keras-bert-app quickstart --corpus my_text.txt  # your prose: pretraining only
-    keras-bert-app quickstart --language zh         # Chinese reviews, whole-word masking with jieba, about 10 minutes
+    keras-bert-app quickstart --language zh         # Chinese reviews, whole-word masking with jieba, longer
 
 Calls `kba.quickstart` (keras_bert_app/demo/quickstart.py says what each
 stage writes); run the same command again after an interruption and it

@@ -146,8 +146,8 @@ def plain_map(dataset, function, **options):
     """`dataset.map(function)` without AutoGraph: these functions have no tensor-dependent Python control flow.
 
     AutoGraph rewrites each function `map` is given from its source the
-    first time (0.6 s of a short fine-tuning run on 2 cores, for the dozen
-    small functions of this module), to run as it would anyway.
+    first time, a noticeable part of a short fine-tuning run for the dozen
+    small functions of this module, to run as it would anyway.
     """
     import tensorflow as tf
 
@@ -233,12 +233,11 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
 
 
 def _without_autotuning(dataset):
-    """`dataset` without tf.data's autotuning thread, which cost 3.6 to 4.3 s when `fit` dropped its iterator.
+    """`dataset` without tf.data's autotuning thread, which delays `fit`'s return when it drops its iterator.
 
-    Measured on a fine-tuning of 50 steps (MiniLM-L6, 2 cores): with
-    autotuning, `fit` returned 3.6 to 4.3 s after its last callback (the
-    iterator's teardown waits for the tuning thread), without it at once;
-    the whole run took as long either way otherwise. The batches come from
+    With autotuning, `fit` returns seconds after its last callback (the
+    iterator's teardown waits for the tuning thread); without it, at once,
+    and the steps run as fast. The batches come from
     examples packed in memory (`packed_dataset`): the steps left to tune
     (batching, a slice per batch) are cheap.
     """

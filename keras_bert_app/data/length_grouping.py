@@ -7,10 +7,8 @@ batch of short examples runs short.
 
 Sorted by length alone, a batch takes its examples from one narrow band of
 lengths, and where the length tells the label (positive reviews run longer
-than negative ones) it leans to one class: measured on 1,600 Chinese
-reviews, the largest class of a batch held 0.60 of it on average and 0.80
-at worst, against 0.57 and 0.70 for random batches, and one seed in four
-learned nothing in a one-epoch run. So where each example has one label
+than negative ones) it leans to one class, and a short run can learn
+nothing from such batches. So where each example has one label
 (classification, regression, multiple choice), the group is sorted per
 class (`sort_stratified`): the k-th longest of a class's n examples in the
 group takes the place (k + 0.5) / n, and the group is ordered by that
@@ -99,8 +97,7 @@ def budget_batches(dataset, token_budget, lengths):
     holds `token_budget // L` examples (at the end of the data: as it is).
     For evaluation: a budget of one fixed-padding batch (`batch_size *
     sequence_length`) bounds each batch's activations and attention by that
-    batch's, and short text gets fewer, larger batches (MiniLM-L6's dev pass
-    over 625 headlines, 2 CPU cores: 2.05 s in batches of 32, 1.85 s so).
+    batch's, and short text gets fewer, larger batches.
     Their number is known only by reading them (Keras' `predict` warns
     that such data "ran out" at its end).
     """

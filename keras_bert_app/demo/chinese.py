@@ -1,6 +1,6 @@
 """`kba.quickstart(language="zh")`: the whole paper at small scale, on Chinese reviews.
 
-    kba.quickstart(language="zh")                        # about 10 minutes on 2 CPU cores
+    kba.quickstart(language="zh")
     kba.quickstart(language="zh", masking="token")       # character masking instead of whole words
 
 The English quickstart's stages (`pipeline`) on Chinese text, writing into

@@ -165,7 +165,7 @@ def finetune_stage(output, settings, preset, run_dir, log, learning_rate=default
         label_column="label", epochs=settings["finetune_epochs"], batch_size=defaults.DEFAULT_FINETUNE_BATCH_SIZE,
         learning_rate=learning_rate, sequence_length=settings["sequence_length"],
         seed=settings["seed"],
-        jit_compile=False,  # 128 steps: XLA's compile (about 25 s) costs more than it saves
+        jit_compile=False,  # 128 steps: XLA's compile costs more than it saves
     )
     if not per_epoch_dev:  # the same weights, without a dev pass per epoch (the plots read the first run's)
         arguments["validation_freq"] = settings["finetune_epochs"]

@@ -1,8 +1,8 @@
 """`kba.quickstart`: the whole paper at small scale, on built-in data.
 
-    kba.quickstart()                                   # BBC News, about 4 minutes on 2 CPU cores
+    kba.quickstart()                                   # BBC News, a few minutes on 2 CPU cores
     kba.quickstart(corpus=["my_text.txt"])             # your prose: pretraining only
-    kba.quickstart(language="zh")                      # Chinese reviews (demo/chinese.py), about 10 minutes
+    kba.quickstart(language="zh")                      # Chinese reviews (demo/chinese.py)
 
 Stages, each a stage function of the package, writing into `output`
 (default `quickstart_run/`):

@@ -3,9 +3,8 @@
 Tracing a tokenizer's graph (normalisation, WordPiece, the exact path for
 over-long words, the shards) takes seconds of CPU; running the same ops one
 by one takes milliseconds per call, and the ops are vectorised over the batch
-(1,024 lines op by op: no slower than the graph, 0.03 s for headlines and
-0.06 s for 800-character texts on 2 cores, against 1.8 to 2 s to trace it).
-What the graph saves is the per-op overhead of each call, so it pays for
+(a batch of a thousand lines runs op by op no slower than the graph, in a
+small fraction of the time tracing takes). What the graph saves is the per-op overhead of each call, so it pays for
 many calls, whatever their size: an eager tokenizer runs op by op and
 compiles its graph after `COMPILE_AFTER` calls. Both give the same ids: they
 run the same ops. Inside `tf.data` or a SavedModel the ops are

@@ -1,0 +1,169 @@
+"""The results pages show the figures of their JSON files, and refuse a wrong file in one line.
+
+Each expectation below reads the JSON written by the measuring command
+(`docs/results/data/`) on its own, finds that figure's row in the generated
+page by its key columns, and compares the cell with the value at the cell's
+precision. A row the JSON does not have fails too.
+"""
+
+import json
+import shutil
+import statistics
+
+import pytest
+
+from tests.docs.docs_tools import build_docs, shows, tables
+
+tools = build_docs()
+DATA = tools.docs_results.DATA
+
+
+def page(name, data_dir=DATA):
+    return tools.results_page(name, data_dir)
+
+
+def test_benchmarks_table_is_its_json():
+    data = json.loads((DATA / "bench" / "bench.json").read_text())
+    steps, ratios = tables(page("benchmarks"))[:2]
+    assert len(steps) == len(data["rows"]) and len(ratios) == len(data["ratios"])
+    for row in data["rows"]:
+        (cells,) = [c for c in steps if (c["task"], c["batch"], c["implementation"], c["backend"])
+                    == (row["task"], str(row["batch_size"]), row["model"], row["backend"])]
+        assert shows(cells["median step (s)"], row["median_step_seconds"])
+        assert shows(cells["tokens/s"], row["tokens_per_second"])
+        assert shows(cells["MFU (%)"], 100 * row["mfu"])
+    for ratio in data["ratios"]:
+        (cells,) = [c for c in ratios if (c["task"], c["batch"], c["ours on"], c["peer"], c["peer on"])
+                    == (ratio["task"], str(ratio["batch_size"]), ratio["ours_backend"], ratio["peer"],
+                        ratio["peer_backend"])]
+        assert shows(cells["peer time / ours"], ratio["ratio"])
+
+
+def test_finetune_parity_table_is_its_json():
+    data = json.loads((DATA / "bench_finetune" / "bench_finetune.json").read_text())
+    (rows,) = tables(page("finetune-parity"))
+    assert len(rows) == len(data["rows"])
+    for row in data["rows"]:
+        (cells,) = [c for c in rows if (c["data"], c["implementation"]) == (row["dataset"], row["implementation"])]
+        assert shows(cells["whole process (s)"], row["seconds"])
+        assert shows(cells["dev accuracy"], row["accuracy"])
+        ratio = 1.0 if row["implementation"] == "ours" else data["ratios"][row["dataset"]][row["implementation"]]
+        assert shows(cells["time / ours"], ratio)
+
+
+def test_objectives_study_table_is_its_json():
+    data = json.loads((DATA / "objectives_study" / "results.json").read_text())
+    (rows,) = tables(page("objectives-study"))
+    arms = [key.removeprefix("probe_") for key in data if key.startswith("probe_")]
+    assert [row["encoder"] for row in rows] == arms
+    for cells in rows:
+        arm = cells["encoder"]
+        accuracies = [value for key, value in data.items() if key.startswith(f"finetune_{arm}_")]
+        assert shows(cells["fine-tuned dev accuracy (mean)"], statistics.mean(accuracies))
+        assert shows(cells["probe [CLS]"], data[f"probe_{arm}"]["cls"])
+        assert shows(cells["probe mean"], data[f"probe_{arm}"]["mean"])
+        if f"pretrain_{arm}" in data:
+            assert shows(cells["steps"], data[f"pretrain_{arm}"]["steps"])
+            assert shows(cells["peak memory (MiB)"], data[f"pretrain_{arm}"]["peak_rss_mib"])
+
+
+def test_chinese_masking_table_is_its_json():
+    folder = DATA / "chinese_masking"
+    rows = tables(page("chinese-masking"))[0]
+    for cells, arm in zip(rows, ("token", "whole_word", "ngram")):
+        stage = lambda name: json.loads((folder / arm / "stages" / f"{name}.json").read_text())  # noqa: E731
+        assert cells["encoder"] == f"{arm} masking"
+        accuracies = [json.loads(path.read_text())["dev_accuracy"]
+                      for path in (folder / arm / "stages").glob("finetune_pretrained*.json")]
+        assert shows(cells["fine-tuned dev accuracy (mean)"], statistics.mean(accuracies))
+        assert shows(cells["frozen [CLS]"], stage("features")["pretrained_cls"])
+        assert shows(cells["frozen mean"], stage("features")["pretrained_mean"])
+        assert shows(cells["masked-LM accuracy (own task)"], stage("pretrain")["final"]["mlm_accuracy"])
+    features = json.loads((folder / "whole_word" / "stages" / "features.json").read_text())
+    assert shows(rows[3]["frozen [CLS]"], features["random_cls"]) and len(rows) == 4
+
+
+def test_quickstart_tables_are_its_json():
+    stages = {path.stem: json.loads(path.read_text()) for path in (DATA / "quickstart" / "stages").glob("*.json")}
+    comparison, pretraining, times = tables(page("quickstart"))
+    expected = {"fine-tuned dev accuracy": ("finetune_pretrained", "dev_accuracy", "finetune_random", "dev_accuracy"),
+                "frozen [CLS] + logistic regression": ("features", "pretrained_cls", "features", "random_cls"),
+                "frozen mean of tokens + logistic regression": ("features", "pretrained_mean", "features", "random_mean")}
+    assert [row["measure"] for row in comparison] == list(expected)
+    for row in comparison:
+        stage, key, random_stage, random_key = expected[row["measure"]]
+        assert shows(row["pretrained encoder"], stages[stage][key])
+        assert shows(row["random encoder"], stages[random_stage][random_key])
+    final = stages["pretrain"]["final"]
+    assert {row["end of pretraining"]: row["value"] for row in pretraining}.keys() <= {"mlm accuracy", "nsp accuracy", "loss"}
+    for row in pretraining:
+        assert shows(row["value"], final[row["end of pretraining"].replace(" ", "_")])
+    assert {row["stage"] for row in times} == {name for name, stage in stages.items() if "seconds" in stage}
+    for row in times:
+        assert shows(row["seconds"], stages[row["stage"]]["seconds"])
+
+
+@pytest.fixture
+def data_copy(tmp_path):
+    shutil.copytree(DATA, tmp_path / "data")
+    return tmp_path / "data"
+
+
+def test_a_missing_json_is_one_line_naming_it(data_copy):
+    (data_copy / "bench" / "bench.json").unlink()
+    with pytest.raises(tools.ResultsError) as error:
+        page("benchmarks", data_copy)
+    message = str(error.value)
+    assert "\n" not in message and "bench/bench.json: missing" in message and "keras-bert-app bench" in message
+
+
+def test_a_json_of_another_version_is_one_line_naming_what_is_missing(data_copy):
+    path = data_copy / "bench_finetune" / "bench_finetune.json"
+    data = json.loads(path.read_text())
+    for row in data["rows"]:
+        row["wall_seconds"] = row.pop("seconds")  # as another version might name it
+    path.write_text(json.dumps(data))
+    with pytest.raises(tools.ResultsError) as error:
+        page("finetune-parity", data_copy)
+    message = str(error.value)
+    assert "\n" not in message and "bench_finetune.json" in message
+    assert "not written by this version of `keras-bert-app bench --task finetune`" in message and "'seconds'" in message
+
+
+def test_another_commands_json_is_refused(data_copy):
+    shutil.copyfile(data_copy / "bench_finetune" / "bench_finetune.json", data_copy / "bench" / "bench.json")
+    with pytest.raises(tools.ResultsError, match=r"bench/bench.json: not written by this version of `keras-bert-app bench`"):
+        page("benchmarks", data_copy)
+
+
+def test_not_json_is_one_line(data_copy):
+    (data_copy / "quickstart" / "stages" / "features.json").write_text("{\n  \"pretrained_cls\": 0.5,\n")
+    with pytest.raises(tools.ResultsError, match=r"quickstart/stages/features.json: not JSON \(") as error:
+        page("quickstart", data_copy)
+    assert "\n" not in str(error.value)
+
+
+def test_the_build_command_reports_it_in_one_line(data_copy, monkeypatch, capsys):
+    (data_copy / "objectives_study" / "results.json").unlink()
+    monkeypatch.setattr(tools.docs_results, "DATA", data_copy)
+    monkeypatch.setattr(tools, "generate", lambda: tools.generated_pages(data_copy))
+    assert tools.main(["generate"]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "objectives_study/results.json: missing" in error
+
+
+def test_collect_checks_then_replaces(data_copy, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(data_copy / "quickstart", run)
+    (run / "stages" / "pretrain.json").write_text(json.dumps({"seconds": 1.0}))
+    with pytest.raises(tools.ResultsError, match="no 'final'"):
+        tools.docs_results.collect("quickstart", run, data_copy)
+    assert json.loads((data_copy / "quickstart" / "stages" / "pretrain.json").read_text())["final"]  # untouched
+    shutil.copyfile(data_copy / "quickstart" / "stages" / "pretrain.json", run / "stages" / "pretrain.json")
+    features = json.loads((run / "stages" / "features.json").read_text())
+    features["pretrained_cls"] = 0.123456
+    (run / "stages" / "features.json").write_text(json.dumps(features))
+    tools.docs_results.collect("quickstart", run, data_copy, command="keras-bert-app quickstart --steps 40")
+    text = page("quickstart", data_copy)
+    assert "| frozen [CLS] + logistic regression | 0.1235 |" in text
+    assert "`keras-bert-app quickstart --steps 40`" in text

@@ -1,0 +1,245 @@
+"""The results pages, rendered from the checked JSON of `docs_results.RESULTS`.
+
+One current table per result, with the command, machine and versions that
+made it beside the table, and the command's plots embedded. Every figure in
+a table is read from the JSON here; nothing is typed in by hand.
+"""
+
+import pathlib
+import re
+import statistics
+
+import docs_results as results_data
+
+
+def _number(value, digits):
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _versions_line(versions):
+    return ", ".join(f"{name} {version}" for name, version in sorted(versions.items())) or "not recorded"
+
+
+def _provenance(result, command, machine, versions, provenance):
+    """The lines saying what made the table: the command, the machine and the package versions."""
+    lines = [f"Generated from `docs/results/data/{result.folder}/` by `python tools/build_docs.py`.", ""]
+    collected = " (recorded by `tools/build_docs.py collect` where the run was collected)"
+    if command is None and provenance.get("command"):
+        command = provenance["command"]
+    lines.append(f"- **Command:** `{command}`" if command else f"- **Command:** `{result.command}` (its options: below)")
+    if machine is None and provenance.get("collected_machine"):
+        machine, machine_note = provenance["collected_machine"], collected
+    else:
+        machine_note = ""
+    if isinstance(machine, dict):
+        machine = ", ".join(f"{key} {value}" for key, value in machine.items() if key != "versions" and
+                            not isinstance(value, (dict, list)))
+    lines.append(f"- **Machine:** {machine or 'not recorded'}{machine_note}")
+    if versions is None and provenance.get("collected_versions"):
+        lines.append(f"- **Versions:** {_versions_line(provenance['collected_versions'])}{collected}")
+    else:
+        lines.append(f"- **Versions:** {_versions_line(versions or {})}")
+    return "\n".join(lines)
+
+
+def plots(result, folder):
+    """Markdown images of the result's plots that were collected (the command's own PNGs)."""
+    return "".join(f"\n![{plot}](data/{result.folder}/{plot})\n" for plot in result.plots if (folder / plot).is_file())
+
+
+def benchmarks(result, files, provenance, folder):
+    data = files["bench.json"]
+    settings = data["settings"]
+    command = settings.get("command")
+    command = " ".join(command) if isinstance(command, list) else command
+    header = ["task", "batch", "implementation", "backend", "median step (s)", "tokens/s", "MFU (%)"]
+    rows = [[row["task"], row["batch_size"], row["model"], row["backend"], _number(row["median_step_seconds"], 3),
+             _number(row["tokens_per_second"], 1), _number(100 * row["mfu"], 1)] for row in data["rows"]]
+    ratio_header = ["task", "batch", "ours on", "peer", "peer on", "peer time / ours"]
+    ratios = [[r["task"], r["batch_size"], r["ours_backend"], r["peer"], r["peer_backend"], _number(r["ratio"], 2)]
+              for r in data["ratios"]]
+    versions = data["machine"].get("versions")
+    return "\n\n".join([
+        "# Benchmarks",
+        f"`{results_data.RESULTS['benchmarks'].command}` times a pretraining step (masked LM + next sentence, AdamW) "
+        f"and the encoder's forward pass of `{settings['preset']}` at {settings['sequence_length']} tokens, for ours "
+        "on each backend, keras-hub and HF transformers, each in its own process. A ratio above 1 means ours is faster.",
+        _provenance(result, command, data["machine"], versions, provenance),
+        "## Step times", _table(header, rows),
+        "## Ours against each peer", _table(ratio_header, ratios),
+        *(["## Notes", "\n".join(f"- {note}" for note in data.get("notes", []))] if data.get("notes") else []),
+    ]) + "\n"
+
+
+def finetune_parity(result, files, provenance, folder):
+    data = files["bench_finetune.json"]
+    settings = data["settings"]
+    header = ["data", "implementation", "whole process (s)", "train (s)", "dev accuracy", "time / ours"]
+    rows = []
+    for row in data["rows"]:
+        if "error" in row:
+            rows.append([row["dataset"], row["implementation"], f"failed: {row['error']}", "", "", ""])
+            continue
+        ratio = 1.0 if row["implementation"] == "ours" else data["ratios"].get(row["dataset"], {}).get(
+            row["implementation"])
+        rows.append([row["dataset"], row["implementation"], _number(row["seconds"], 1),
+                     _number(row.get("train_seconds"), 1), _number(row["accuracy"], 4), _number(ratio, 2)])
+    datasets = ",".join(dict.fromkeys(row["dataset"] for row in data["rows"]))
+    implementations = ",".join(dict.fromkeys(row["implementation"] for row in data["rows"]))
+    command = (f"keras-bert-app bench --task finetune --datasets {datasets} --implementations {implementations} "
+               f"--train-size {settings['train_size']} --dev-size {settings['dev_size']} --epochs {settings['epochs']} "
+               f"--batch-size {settings['batch_size']} --learning-rate {settings['learning_rate']}")
+    return "\n\n".join([
+        "# Fine-tuning parity",
+        "The same checkpoint, data split, seed and recipe fine-tuned by ours, keras-hub and HF transformers, each "
+        "implementation in a fresh process, timed from start to exit; the dev accuracy shows that they learn alike. "
+        f"Checkpoint: `{'/'.join(pathlib.Path(settings['checkpoint']).parts[-2:])}`; {settings['train_size']} training and "
+        f"{settings['dev_size']} dev examples, {settings['epochs']} epoch(s), batch {settings['batch_size']}, "
+        f"learning rate {settings['learning_rate']}.",
+        _provenance(result, provenance.get("command") or command, settings["machine"], settings.get("versions"),
+                    provenance),
+        _table(header, rows),
+        *(["\n".join(f"- {note}" for note in data.get("notes", []))] if data.get("notes") else []),
+    ]) + "\n"
+
+
+def _mean_std(values):
+    values = [value for value in values if value is not None]
+    if not values:
+        return "-", "-"
+    return _number(statistics.mean(values), 4), _number(statistics.stdev(values) if len(values) > 1 else 0.0, 4)
+
+
+def _seed_runs(stages, prefix):
+    """The dev accuracies of the stages `prefix`, `prefix_seed1`, ... in seed order."""
+    keys = sorted((key for key in stages if re.fullmatch(rf"{prefix}(_seed\d+)?", key)),
+                  key=lambda key: int(key.rsplit("seed", 1)[1]) if "_seed" in key else -1)
+    return [stages[key]["dev_accuracy"] for key in keys]
+
+
+def chinese_masking(result, files, provenance, folder):
+    arms = {}
+    for name, data in files.items():
+        arm, _, stage = name.partition("/")
+        arms.setdefault(arm, {})[pathlib.Path(stage).stem] = data
+    for arm in arms:  # the other fine-tuning seeds' stages, when collected
+        for path in sorted((folder / arm / "stages").glob("finetune_*_seed*.json")):
+            arms[arm][path.stem] = results_data.load(path, result.command, ("dev_accuracy",))
+    header = ["encoder", "fine-tuned dev accuracy (mean)", "std", "per seed", "frozen [CLS]", "frozen mean",
+              "masked-LM accuracy (own task)", "pretraining (s)"]
+    rows = []
+    for arm in ("token", "whole_word", "ngram"):
+        stages = arms[arm]
+        accuracies = _seed_runs(stages, "finetune_pretrained")
+        rows.append([f"{arm} masking", *_mean_std(accuracies), ", ".join(_number(a, 4) for a in accuracies),
+                     _number(stages["features"]["pretrained_cls"], 4), _number(stages["features"]["pretrained_mean"], 4),
+                     _number(stages["pretrain"]["final"]["mlm_accuracy"], 4), _number(stages["pretrain"]["seconds"], 0)])
+    random = arms["whole_word"]
+    accuracies = _seed_runs(random, "finetune_random")
+    rows.append(["random (no pretraining)", *_mean_std(accuracies), ", ".join(_number(a, 4) for a in accuracies),
+                 _number(random["features"]["random_cls"], 4), _number(random["features"]["random_mean"], 4), "-", "-"])
+    settings = arms["whole_word"]["quickstart"]
+    command = f"python tools/chinese_masking_study.py --steps {settings['steps']} --seed {settings['seed']}"
+    if settings.get("max_articles"):
+        command += f" --max-reviews {settings['max_articles']}"
+    return "\n\n".join([
+        "# Chinese masking study",
+        "The Chinese quickstart pretrained three times on the same reviews, vocabulary, initial weights and steps: "
+        "masking characters (`token`), jieba words (`whole_word`) and 1-3 jieba words (`ngram`); each encoder is "
+        "then fine-tuned on the same labeled reviews with the same seeds and probed on frozen features. Masked-LM "
+        "accuracy is each masking's own task, so it does not compare across rows.",
+        _provenance(result, provenance.get("command") or command, None, None, provenance),
+        _table(header, rows),
+    ]) + "\n"
+
+
+def quickstart_command(settings):
+    """The `keras-bert-app quickstart` line that reproduces a run, from its `quickstart.json`."""
+    words = ["keras-bert-app quickstart"]
+    for key, value in settings.items():
+        if value is None or key in ("corpus",):
+            continue
+        words.append(f"--{key.replace('_', '-')} {value}")
+    return " ".join(words)
+
+
+def quickstart(result, files, provenance, folder):
+    settings = files["quickstart.json"]
+    pretrain = files["stages/pretrain.json"]
+    tuned = files["stages/finetune_pretrained.json"]
+    random = files["stages/finetune_random.json"]
+    features = files["stages/features.json"]
+    final = pretrain["final"]
+    comparison = _table(
+        ["measure", "pretrained encoder", "random encoder"],
+        [["fine-tuned dev accuracy", _number(tuned["dev_accuracy"], 4), _number(random["dev_accuracy"], 4)],
+         ["frozen [CLS] + logistic regression", _number(features["pretrained_cls"], 4),
+          _number(features["random_cls"], 4)],
+         ["frozen mean of tokens + logistic regression", _number(features["pretrained_mean"], 4),
+          _number(features["random_mean"], 4)]])
+    pretraining = _table(
+        ["end of pretraining", "value"],
+        [[name.replace("_", " "), _number(final[name], 4)] for name in ("mlm_accuracy", "nsp_accuracy", "loss")
+         if name in final])
+    stages = {path.stem: results_data.load(path, result.command) for path in sorted((folder / "stages").glob("*.json"))}
+    stage_rows = [[name, _number(data["seconds"], 1)] for name, data in stages.items() if "seconds" in data]
+    baseline = (f"A logistic regression on token counts (no encoder) scores {_number(features['token_counts'], 4)} "
+                "on the same dev articles." if "token_counts" in features else "")
+    return "\n\n".join([
+        "# Quickstart",
+        "`keras-bert-app quickstart`: the paper at small scale on BBC News. A topic classifier fine-tuned on "
+        f"{tuned['train_examples']} labeled articles and scored on {tuned['dev_examples']} dev articles, once from the "
+        "pretrained encoder and once from the weights pretraining started from; then the feature-based comparison "
+        "of the paper's section 5.3 on each encoder's frozen features.",
+        _provenance(result, provenance.get("command") or quickstart_command(settings), None, None, provenance),
+        "## Pretrained against random", comparison, baseline,
+        "## Pretraining", pretraining,
+        "## Time per stage", _table(["stage", "seconds"], stage_rows),
+    ]) + "\n"
+
+
+def objectives_study(result, files, provenance, folder):
+    data = files["results.json"]
+    arms = [key.removeprefix("probe_") for key in data if key.startswith("probe_")]
+    if not arms:
+        raise results_data.ResultsError(f"docs/results/data/{result.folder}/results.json: an unfinished study "
+                                        "(no probe_* results); run it to the end and collect it again")
+    header = ["encoder", "steps", "step time (s)", "peak memory (MiB)", "encoder parameters",
+              "fine-tuned dev accuracy (mean)", "std", "per seed", "probe [CLS]", "probe mean"]
+    rows, seeds = [], set()
+    for arm in arms:
+        tuned = sorted(((int(key.rsplit("_", 1)[1]), value) for key, value in data.items()
+                        if re.fullmatch(rf"finetune_{re.escape(arm)}_\d+", key)))
+        seeds.update(seed for seed, _ in tuned)
+        accuracies = [value for _, value in tuned]
+        run = data.get(f"pretrain_{arm}")
+        parameters = (run or {}).get("parameters") or (data["parameters_random"] if run is None else {})
+        rows.append([arm, run["steps"] if run else 0, _number(run.get("run_step_time") if run else None, 3),
+                     _number(run.get("peak_rss_mib") if run else None, 0),
+                     f"{parameters['encoder']:,}" if "encoder" in parameters else "-",
+                     *_mean_std(accuracies), ", ".join(_number(a, 4) for a in accuracies),
+                     _number(data[f"probe_{arm}"]["cls"], 4), _number(data[f"probe_{arm}"]["mean"], 4)])
+    settings = data.get("settings", {})
+    command = data.get("command") or (
+        f"keras-bert-app study objectives --minutes {settings.get('minutes')} "
+        f"--seeds {','.join(map(str, sorted(seeds)))} --objectives {','.join(a for a in arms if a in data.get('calibration', {}))}"
+        + (f" --calibration-steps {settings['calibration_steps']}" if "calibration_steps" in settings else ""))
+    recipe = data["recipe"]
+    return "\n\n".join([
+        "# Objectives study",
+        "BERT (`mlm_nsp`), RoBERTa-style (`mlm` on full sentences), ALBERT-style (`mlm_sop`, shared layers) and "
+        "ELECTRA pretrained for the same wall time on the quickstart's data, tokenizer and encoder size; then each "
+        "encoder, and the random one BERT started from, fine-tuned on the same labeled articles with the same seeds "
+        "and probed on its frozen features. "
+        f"Recipe: sequences of {recipe.get('sequence_length')}, batch {recipe.get('batch_size')}, peak learning rate "
+        f"{recipe.get('learning_rate')}.",
+        _provenance(result, provenance.get("command") or command, data.get("machine"), data.get("versions"),
+                    provenance),
+        _table(header, rows),
+    ]) + "\n"
