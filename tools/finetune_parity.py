@@ -159,7 +159,7 @@ def run_ours(checkpoint, train_csv, dev_csv, recipe, seed, output, quiet=True, j
         "--sequence-length", str(sequence_length or recipe.sequence_length),
         "--learning-rate", str(recipe.learning_rate),
         "--seed", str(seed),
-    ] + ([] if jit_compile else ["--no-jit-compile"])
+    ] + ([] if jit_compile else ["--jit-compile", "false"])
     log = io.StringIO()
     with contextlib.redirect_stdout(log) if quiet else contextlib.nullcontext():
         code = cli.main(argv)
@@ -397,7 +397,7 @@ def main(argv=None):
     parser.add_argument("--pad-to-max-length", action="store_true",
                         help="pack our inputs to the max length even where every example is shorter "
                         "(default: the shortest multiple of 8 that holds them; the same results, faster)")
-    parser.add_argument("--no-jit-compile", action="store_true", help="pass --no-jit-compile to our command (XLA off)")
+    parser.add_argument("--no-jit-compile", action="store_true", help="pass --jit-compile false to our command (XLA off)")
     parser.add_argument("--verbose", action="store_true", help="show our command's output")
     args = parser.parse_args(argv)
     if args.quick:

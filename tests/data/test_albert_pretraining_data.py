@@ -119,7 +119,7 @@ def test_pretrain_on_a_corpus_from_an_albert_preset_writes_an_albert_preset(albe
     assert cli.main(["pretrain", "--objective", "mlm_sop", "--preset", str(preset), "--corpus", str(corpus),
                      "--whole-word-masking", "--output", str(run), "--steps", "6", "--batch-size", "8",
                      "--max-seq-length", "32", "--max-predictions", "6", "--checkpoint-every", "3",
-                     "--no-jit-compile", "--verbose", "0", "--peak-tflops", "1"]) == 0, capsys.readouterr().err
+                     "--jit-compile", "false", "--verbose", "0", "--peak-tflops", "1"]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert "Done: 6 steps." in out
     rows = (run / "metrics.csv").read_text().splitlines()  # a header and two checkpoints' rows

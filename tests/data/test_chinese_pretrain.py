@@ -69,7 +69,7 @@ def command(preset, corpus, output, *extra):
     return [
         "pretrain", "--preset", str(preset), "--corpus", str(corpus), "--output", str(output), "--steps", "2",
         "--batch-size", "8", "--max-seq-length", str(SEQ_LENGTH), "--max-predictions", str(PREDICTIONS),
-        "--checkpoint-every", "2", "--warmup-steps", "0", "--no-jit-compile", "--verbose", "0", *extra,
+        "--checkpoint-every", "2", "--warmup-steps", "0", "--jit-compile", "false", "--verbose", "0", *extra,
     ]
 
 

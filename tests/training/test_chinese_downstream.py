@@ -100,7 +100,7 @@ def zh_preset(tmp_path_factory, shared_data):
 def finetune_args(task, preset, output, *extra):
     return [
         "finetune", task, "--preset", str(preset), "--output", str(output), "--batch-size", "16",
-        "--sequence-length", str(SEQUENCE_LENGTH), "--no-jit-compile", *extra,
+        "--sequence-length", str(SEQUENCE_LENGTH), "--jit-compile", "false", *extra,
     ]
 
 

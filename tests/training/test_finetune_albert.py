@@ -30,7 +30,7 @@ def test_classify_and_predict_from_an_albert_preset(tmp_path, enwiki_lines, caps
     assert cli.main([
         "finetune", "classify", "--train", str(tmp_path / "train.csv"), "--dev", str(tmp_path / "train.csv"),
         "--text-column", "text", "--label-column", "label", "--preset", str(tmp_path / "albert"), "--output", str(tmp_path / "topics"), "--epochs", "1",
-        "--batch-size", "4", "--sequence-length", "32", "--no-jit-compile",
+        "--batch-size", "4", "--sequence-length", "32", "--jit-compile", "false",
     ]) == 0, capsys.readouterr().err
     run_preset = tmp_path / "topics" / "preset"
     assert (run_preset / "spiece.model").read_bytes() == (tmp_path / "spiece.model").read_bytes()
@@ -51,7 +51,7 @@ def test_ner_from_an_albert_preset(tmp_path, enwiki_lines, capsys):
     assert cli.main([
         "finetune", "ner", "--train", str(tmp_path / "ner.txt"), "--dev", str(tmp_path / "ner.txt"),
         "--preset", str(tmp_path / "albert"), "--output", str(tmp_path / "ner"), "--epochs", "1",
-        "--batch-size", "4", "--sequence-length", "32", "--no-jit-compile",
+        "--batch-size", "4", "--sequence-length", "32", "--jit-compile", "false",
     ]) == 0, capsys.readouterr().err
     assert "f1" in json.dumps(json.loads((tmp_path / "ner" / "metrics.json").read_text())).lower()
     first_pieces = [tokenizer.id_to_token(ids[0]) for ids in tokenizer(words).to_list()]

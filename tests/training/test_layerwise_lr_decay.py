@@ -155,7 +155,7 @@ def test_finetune_command_line_option(tmp_path, shared_data, capsys):
         "finetune", "classify", "--train", str(tmp_path / "train.csv"), "--dev", str(tmp_path / "train.csv"),
         "--text-column", "text", "--label-column", "label", "--preset", str(preset), "--output",
         str(tmp_path / "run"), "--epochs", "1", "--batch-size", "4", "--sequence-length", "16",
-        "--layerwise-lr-decay", "0.8", "--no-jit-compile",
+        "--layerwise-lr-decay", "0.8", "--jit-compile", "false",
     ])
     out = capsys.readouterr().out
     assert code == 0

@@ -79,7 +79,7 @@ def _command(preset, data, output, steps=8, extra=()):
     return [
         "pretrain", "--preset", str(preset), "--data", str(data), "--output", str(output),
         "--batch-size", "8", "--steps", str(steps), "--warmup-steps", "2",
-        "--learning-rate", "1e-3", "--checkpoint-every", "2", "--no-jit-compile",
+        "--learning-rate", "1e-3", "--checkpoint-every", "2", "--jit-compile", "false",
         "--strategy", "auto", "--verbose", "2", *extra,
     ]
 

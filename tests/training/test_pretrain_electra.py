@@ -53,7 +53,7 @@ def _electra_command(preset, data, output, steps=8, extra=()):
     return [
         "pretrain", "--objective", "electra", "--preset", str(preset), "--data", str(data), "--output", str(output),
         "--batch-size", "8", "--steps", str(steps), "--warmup-steps", "2", "--learning-rate", "1e-3",
-        "--checkpoint-every", "2", "--no-jit-compile", "--verbose", "2", *extra,
+        "--checkpoint-every", "2", "--jit-compile", "false", "--verbose", "2", *extra,
     ]
 
 

@@ -19,7 +19,7 @@ from keras_bert_app import cli, errors
 
 WORDS = [f"w{i}" for i in range(40)]
 STEPS = ["--batch-size", "16", "--learning-rate", "1e-2", "--warmup-steps", "5", "--checkpoint-every", "25",
-         "--no-jit-compile", "--verbose", "0", "--seed", "1",
+         "--jit-compile", "false", "--verbose", "0", "--seed", "1",
          "--peak-tflops", "1"]  # no device detection: keras.distribution.list_devices() fails on PyTorch
 
 
@@ -84,7 +84,7 @@ def _finetunes(preset, tmp_path):
     code = cli.main([
         "finetune", "classify", "--train", str(tmp_path / "train.csv"), "--dev", str(tmp_path / "train.csv"),
         "--text-column", "text", "--label-column", "label", "--preset", str(preset), "--output",
-        str(tmp_path / "finetuned"), "--epochs", "1", "--batch-size", "4", "--sequence-length", "16", "--no-jit-compile",
+        str(tmp_path / "finetuned"), "--epochs", "1", "--batch-size", "4", "--sequence-length", "16", "--jit-compile", "false",
     ])
     return code == 0 and bool(json.loads((tmp_path / "finetuned" / "metrics.json").read_text())["dev"])
 

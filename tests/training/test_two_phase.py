@@ -39,7 +39,7 @@ def _argv(records, output, *extra, preset="bert_tiny_uncased", short="len64", lo
         "--phase2-data", str(records / long / "*.tfrecord"), "--phase2-steps", str(PHASE2_STEPS),
         "--phase2-batch-size", "4", "--output", str(output), "--batch-size", "8", "--steps", str(steps),
         "--warmup-steps", "1", "--learning-rate", "1e-3", "--checkpoint-every", str(EVERY),
-        "--no-jit-compile", "--verbose", "0", *extra,
+        "--jit-compile", "false", "--verbose", "0", *extra,
     ]
 
 
@@ -175,7 +175,7 @@ def test_pretrain_data_reads_every_file_passes_over_empty_ones_and_names_a_bad_o
 
     def run(pattern, output):
         argv = ["pretrain", "--preset", str(micro / "preset"), "--data", str(pattern), "--output", str(output),
-                "--batch-size", "8", "--steps", "2", "--checkpoint-every", "2", "--no-jit-compile", "--verbose", "0"]
+                "--batch-size", "8", "--steps", "2", "--checkpoint-every", "2", "--jit-compile", "false", "--verbose", "0"]
         code = cli.main(argv)
         return code, capsys.readouterr().err.strip()
 
