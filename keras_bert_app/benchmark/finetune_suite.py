@@ -93,6 +93,7 @@ def run_finetune_benchmark(
         "checkpoint": checkpoint, "train_size": train_size, "dev_size": dev_size, "epochs": epochs,
         "batch_size": batch_size, "sequence_length": sequence_length, "learning_rate": learning_rate, "seed": seed,
         "backend": backend, "machine": f"{platform.machine()}, {_cpu_count()} CPUs, {platform.platform()}",
+        "versions": _versions(), "command": "keras-bert-app bench --task finetune",
     }
     temporary = tempfile.TemporaryDirectory() if workdir is None else None
     folder = pathlib.Path(workdir or temporary.name)
@@ -166,6 +167,19 @@ def format_table(report):
             f"{'-' if ratio is None else f'{ratio:.2f}x'} |"
         )
     return "\n".join(lines)
+
+
+def _versions():
+    """The installed versions of the packages the implementations run on."""
+    import importlib.metadata
+
+    versions = {}
+    for package in ("keras-bert-app", "keras", "tensorflow", "keras-hub", "torch", "transformers"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return versions
 
 
 def _cpu_count():
