@@ -268,3 +268,42 @@ def test_command_line_xla_flags_reach_the_stage_function(monkeypatch, flags, exp
     assert seen["jit_compile"] == expected
     with pytest.raises(SystemExit):
         cli.main(argv + ["--jit-compile", "yes"])
+
+
+def test_the_console_script_and_the_python_call_give_the_same_figures(tmp_path, tiny_preset):
+    """`keras-bert-app finetune` in a process of its own and `kba.finetune` in this one run the same kernels on the
+    same data: the same per-epoch history and dev figures (the process sets nothing of its own)."""
+    import csv
+    import os
+    import subprocess
+    import sys
+    import sysconfig
+
+    rows = ["text,label"] + [f"{'good fine great' if i % 2 else 'bad awful poor'} day {i},{'pos' if i % 2 else 'neg'}"
+                             for i in range(16)]
+    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    options = dict(epochs=2, batch_size=4, sequence_length=16, learning_rate=1e-3, seed=3)
+    argv = ["finetune", "classify", "--train", tmp_path / "data.csv", "--dev", tmp_path / "data.csv", "--text-column",
+            "text", "--label-column", "label", "--preset", tiny_preset, "--output", tmp_path / "cli"]
+    for name, value in options.items():
+        argv += [f"--{name.replace('_', '-')}", value]
+    script = os.path.join(sysconfig.get_path("scripts"), "keras-bert-app")
+    command = [script] if os.path.exists(script) else [sys.executable, "-m", "keras_bert_app.commands.main"]
+    result = subprocess.run([*command, *map(str, argv)], capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    from keras_bert_app.tasks.text_classification import TextClassification
+
+    task = TextClassification(train=tmp_path / "data.csv", dev=tmp_path / "data.csv", text_column="text",
+                              label_column="label")
+    kba.finetune(task, tiny_preset, tmp_path / "python", verbose=0, **options)
+
+    def figures(folder):
+        with open(folder / "logs" / "history.csv", newline="") as file:
+            history = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(file)]
+        return history, json.loads((folder / "metrics.json").read_text())["dev"]
+
+    (cli_history, cli_dev), (python_history, python_dev) = figures(tmp_path / "cli"), figures(tmp_path / "python")
+    assert len(cli_history) == 2
+    for ours, theirs in zip(cli_history, python_history):
+        assert ours == pytest.approx(theirs, rel=1e-6, abs=1e-7)
+    assert cli_dev == pytest.approx(python_dev, rel=1e-6, abs=1e-7)
