@@ -18,6 +18,7 @@ masking (`--masking ngram --max-ngram 3`) masks phrases of whole words.
 label (`full_sentences`); the summary records the pairing.
 """
 
+import importlib
 import json
 import multiprocessing
 import os
@@ -404,7 +405,7 @@ def pretraining_summary(files, shards, statistics, counts, seconds, pairing, set
 def _beam_pipeline():
     """The `beam_pipeline` module, or an `ArgumentError` saying how to install Apache Beam."""
     try:
-        from keras_bert_app.data import beam_pipeline
+        beam_pipeline = importlib.import_module("keras_bert_app.data.beam_pipeline")
     except ModuleNotFoundError as error:
         if not (error.name or "").startswith("apache_beam"):
             raise
