@@ -262,9 +262,11 @@ def concatenate_corpora(parts):
     """
     token_ids = np.concatenate([np.zeros(0, np.int32)] + [part.token_ids for part in parts])
     sentence_starts, document_starts = [np.zeros(1, np.int64)], [np.zeros(1, np.int64)]
+    num_tokens = num_sentences = 0
     for part in parts:
-        sentence_starts.append(part.sentence_starts[1:] + sentence_starts[-1][-1])
-        document_starts.append(part.document_starts[1:] + document_starts[-1][-1])
+        sentence_starts.append(part.sentence_starts[1:] + num_tokens)
+        document_starts.append(part.document_starts[1:] + num_sentences)
+        num_tokens, num_sentences = num_tokens + part.num_tokens, num_sentences + part.num_sentences
     segmented = [part for part in parts if part.word_starts is not None]
     if not segmented:
         return TokenizedCorpus(token_ids, np.concatenate(sentence_starts), np.concatenate(document_starts))

@@ -1,8 +1,9 @@
 """`create-pretraining-data --runner beam`: the local command's records from an Apache Beam pipeline.
 
 Pipelines run on the DirectRunner in this process (TestPipeline, or
-`--beam-option direct_running_mode=in_memory`); one test runs the default
-multi-process mode. Bad input is refused in one line before the pipeline starts.
+`--beam-option direct_running_mode=in_memory`); one `large` test runs the
+default multi-process mode. Bad input is refused in one line before the
+pipeline starts.
 """
 
 import json
@@ -99,13 +100,13 @@ def test_test_pipeline_writes_the_local_records(corpus, vocab, tmp_path):
     assert statistics["corpus"]["documents"] == 14 and statistics["counts"][0] == summary["instances"]
 
 
-@pytest.mark.parametrize("pairing", ["nsp", "sop"])
-def test_command_writes_the_local_records(corpus, vocab, tmp_path, capsys, pairing):
-    assert create(corpus, tmp_path / "local", vocab, "--pairing", pairing, "--workers", "1") == 0
-    assert create(corpus, tmp_path / "beam", vocab, "--pairing", pairing, "--runner", "beam", *IN_PROCESS) == 0
+def test_command_writes_the_local_records(corpus, vocab, tmp_path, capsys):
+    """Sentence-order pairs here; next-sentence pairs in the Chinese test, full sentences in the TestPipeline one."""
+    assert create(corpus, tmp_path / "local", vocab, "--pairing", "sop", "--workers", "1") == 0
+    assert create(corpus, tmp_path / "beam", vocab, "--pairing", "sop", "--runner", "beam", *IN_PROCESS) == 0
     assert "14 documents" in capsys.readouterr().out
     summary = assert_same_output(tmp_path / "local", tmp_path / "beam")
-    assert summary["pairing"] == pairing
+    assert summary["pairing"] == "sop"
 
 
 def test_chinese_whole_word_masking_with_jieba(shared_data, tmp_path):
@@ -126,6 +127,7 @@ def test_chinese_whole_word_masking_with_jieba(shared_data, tmp_path):
     assert summary["segmenter"] == "jieba" and summary["segmentation"]["words"] > 0
 
 
+@pytest.mark.large  # starts 2 worker processes, each importing TensorFlow (tools/benchmark_beam_pretraining_data.py)
 def test_multi_process_direct_runner_by_default(corpus, vocab, tmp_path):
     """The default: DirectRunner processes (--workers), the same records again."""
     assert create(corpus, tmp_path / "local", vocab, "--workers", "1", "--dupe-factor", "1") == 0
@@ -172,7 +174,7 @@ def test_a_failing_pipeline_leaves_nothing_that_looks_complete(corpus, vocab, tm
     late = tmp_path / "late.txt"
     late.write_bytes(("A sentence of text.\n" * 4000).encode() + b"\n\nbad \xff byte\n")
     output = tmp_path / "out"
-    refused(capsys, beam_command([corpus / "part-0.txt", late], output, vocab), "late.txt:4002", "not valid UTF-8")
+    refused(capsys, beam_command([corpus / "part-0.txt", late], output, vocab), "late.txt:4003", "not valid UTF-8")
     assert os.listdir(output) == []
 
 
