@@ -339,19 +339,21 @@ def shard_plan(task_sizes, seed, num_shards):
 
 
 def place_records(element, plan):
-    """`(task, records, counts)` -> `(shard, (position, record))` for each record."""
+    """`(task, records, counts)` -> `(shard, (positions, records))`, one element per shard the task's records go to."""
     task, records, _ = element
     offset = plan["offsets"][task]
     positions = plan["positions"][offset : offset + len(records)]
     shards = np.searchsorted(plan["bounds"], positions, side="right") - 1
-    for record, shard, position in zip(records, shards.tolist(), positions.tolist()):
-        yield shard, (position, record)
+    for shard in np.unique(shards).tolist():
+        chosen = np.flatnonzero(shards == shard).tolist()
+        yield shard, (positions[chosen].tolist(), [records[i] for i in chosen])
 
 
 def write_shard(element, temporary, num_shards):
     """Write one shard, its records in shuffle order, to `temporary` (through a local file for remote ones)."""
     shard, grouped = element
-    records = (record for _, record in sorted(grouped["records"], key=lambda item: item[0]))
+    pairs = [pair for positions, records in grouped["records"] for pair in zip(positions, records)]
+    records = (record for _, record in sorted(pairs, key=lambda pair: pair[0]))
     path = FileSystems.join(temporary, shard_name(shard, num_shards))
     if FileSystems.get_scheme(path) is None:
         write_records_atomically(path, records)
