@@ -59,13 +59,23 @@ def chinese_reviews(folder, num_files, count):
     return pattern, sum(len(document) for document in reviews)  # characters: Chinese has no spaces
 
 
-def run(pattern, output, vocab, workers, runner, **settings):
+def cpu_seconds():
+    """CPU seconds of this process and of its ended children (worker processes), user + system."""
+    import resource
+
+    return sum(usage.ru_utime + usage.ru_stime
+               for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+
+
+def run(pattern, output, vocab, workers, runner, with_cpu=False, **settings):
+    """`(summary, wall seconds)`, and the CPU seconds of this process and its workers with `with_cpu`."""
     from keras_bert_app.data.create_pretraining_data import create_pretraining_data
 
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), cpu_seconds()
     summary = create_pretraining_data(pattern, output, vocab, workers=workers, runner=runner, progress=False,
                                       **settings)
-    return summary, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    return (summary, seconds, cpu_seconds() - start_cpu) if with_cpu else (summary, seconds)
 
 
 def records_by_pass(pattern, vocab, settings):
@@ -207,18 +217,21 @@ def throughput(pattern, vocab, directory, words, dupe_factor, scales):
         for runner in ("local", "beam"):
             for workers in (1, 2):
                 name = f"{runner}_{workers}_x{scale}"
-                summary, seconds = run(str(folder / "part-*.txt"), directory / f"speed-{name}", vocab, workers,
-                                       runner, **settings)
+                summary, seconds, cpu = run(str(folder / "part-*.txt"), directory / f"speed-{name}", vocab,
+                                            workers, runner, with_cpu=True, **settings)
                 runs[name] = {"words": words * scale * dupe_factor, "seconds": round(seconds, 2),
-                              "instances": summary["instances"],
-                              "words_per_s": round(words * scale * dupe_factor / seconds, 1)}
+                              "cpu_seconds": round(cpu, 2), "instances": summary["instances"],
+                              "words_per_s": round(words * scale * dupe_factor / seconds, 1),
+                              "words_per_cpu_s": round(words * scale * dupe_factor / cpu, 1)}
                 print(name, runs[name], flush=True)
     small, large = min(scales), max(scales)
-    marginal = {}
+    marginal, marginal_cpu = {}, {}
     for runner in ("local", "beam"):
         for workers in (1, 2):
             a, b = runs[f"{runner}_{workers}_x{small}"], runs[f"{runner}_{workers}_x{large}"]
             marginal[f"{runner}_{workers}"] = round((b["words"] - a["words"]) / max(b["seconds"] - a["seconds"], 1e-9), 1)
+            marginal_cpu[f"{runner}_{workers}"] = round(
+                (b["words"] - a["words"]) / max(b["cpu_seconds"] - a["cpu_seconds"], 1e-9), 1)
     return {
         "dupe_factor": dupe_factor,
         "scales": list(scales),
@@ -232,6 +245,9 @@ def throughput(pattern, vocab, directory, words, dupe_factor, scales):
                                         / runs[f"beam_1_x{large}"]["words_per_s"], 3),
         },
         "marginal_words_per_s": marginal,
+        "marginal_words_per_cpu_s": marginal_cpu,
+        "cpu_hours_per_billion_words_and_pass": {
+            name: round(1e9 / rate / 3600, 2) for name, rate in marginal_cpu.items()},
         "marginal_ratios": {
             "beam_over_local_1_worker": round(marginal["beam_1"] / marginal["local_1"], 3),
             "beam_over_local_2_workers": round(marginal["beam_2"] / marginal["local_2"], 3),
@@ -239,7 +255,8 @@ def throughput(pattern, vocab, directory, words, dupe_factor, scales):
         "beam_fixed_seconds_1_worker": round(runs[f"beam_1_x{small}"]["seconds"]
                                              - runs[f"beam_1_x{small}"]["words"] / marginal["beam_1"], 1),
         "note": "words x passes / wall seconds, end to end (start-up included); marginal: extra words / extra "
-                "seconds from the smallest to the largest corpus; the machine's 2 cores are shared with other jobs",
+                "seconds from the smallest to the largest corpus; cpu: user + system seconds of the launcher and its "
+                "worker processes (robust to other jobs on the machine's 2 shared cores, which wall seconds are not)",
     }
 
 

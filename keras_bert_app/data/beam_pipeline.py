@@ -191,11 +191,20 @@ def run_pipeline(input_files, output_dir, tokenizer, maker, settings, *, segment
                                             time.perf_counter() - start_time, maker.pairing, settings)
         _move_into_place(output_dir, temporary, names, old_records, summary)
     finally:
-        if FileSystems.exists(temporary):
-            FileSystems.delete([temporary])
+        _remove_folder(temporary)
     if summary["segmentation"] is not None and log is not None:
         log(summary_line(summary["segmentation"]))
     return summary
+
+
+def _remove_folder(folder):
+    """Delete the hidden folder and what is in it (object stores have no folders: delete its files)."""
+    if FileSystems.get_scheme(folder) is not None:
+        inside = FileSystems.match([FileSystems.join(folder, "*")])[0].metadata_list
+        if inside:
+            FileSystems.delete([metadata.path for metadata in inside])
+    if FileSystems.exists(folder):
+        FileSystems.delete([folder])
 
 
 def _last_line(error):
