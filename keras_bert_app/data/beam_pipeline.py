@@ -45,6 +45,8 @@ from keras_bert_app.data.pretraining_records import SUMMARY_FILE
 from keras_bert_app.data.pretraining_records import shard_boundaries
 from keras_bert_app.data.pretraining_records import shard_name
 from keras_bert_app.data.pretraining_records import write_records_atomically
+from keras_bert_app.data.pretraining_summary import corpus_statistics
+from keras_bert_app.data.pretraining_summary import pretraining_summary
 from keras_bert_app.data.segmentation import resolve_segmenter
 from keras_bert_app.data.segmentation import summary_line
 
@@ -187,7 +189,7 @@ def run_pipeline(input_files, output_dir, tokenizer, maker, settings, *, segment
             raise errors.DataError(f"The Beam pipeline failed: {_last_line(error)}") from None
         with FileSystems.open(FileSystems.join(temporary, STATISTICS_FILE)) as stream:
             statistics = json.loads(stream.read().decode("utf-8"))
-        summary = local.pretraining_summary(files, names, statistics["corpus"], statistics["counts"],
+        summary = pretraining_summary(files, names, statistics["corpus"], statistics["counts"],
                                             time.perf_counter() - start_time, maker.pairing, settings)
         _move_into_place(output_dir, temporary, names, old_records, summary)
     finally:
@@ -379,6 +381,6 @@ def write_shard(element, temporary, num_shards):
 def write_statistics(plan, corpus_and_skipped, temporary):
     """The corpus' and the instances' counts, for the driver's `pretraining_data.json`."""
     corpus, skipped = corpus_and_skipped
-    statistics = {"corpus": local.corpus_statistics(corpus, skipped), "counts": plan["counts"]}
+    statistics = {"corpus": corpus_statistics(corpus, skipped), "counts": plan["counts"]}
     with FileSystems.create(FileSystems.join(temporary, STATISTICS_FILE)) as stream:
         stream.write(json.dumps(statistics).encode("utf-8"))

@@ -41,6 +41,9 @@ from keras_bert_app.data.pretraining_records import serialize_features
 from keras_bert_app.data.pretraining_records import shard_boundaries
 from keras_bert_app.data.pretraining_records import shard_name
 from keras_bert_app.data.pretraining_records import write_records_atomically
+from keras_bert_app.data.pretraining_summary import corpus_statistics
+from keras_bert_app.data.pretraining_summary import pretraining_summary
+from keras_bert_app.data.pretraining_summary import segmenter_name
 from keras_bert_app.data.segmentation import resolve_segmenter
 from keras_bert_app.data.segmentation import summary_line
 
@@ -305,7 +308,7 @@ def create_pretraining_data(
         "whole_word_masking": whole_word_masking,
         "masking": scheme,
         "max_ngram": max_ngram if scheme == "ngram" else None,
-        "segmenter": _segmenter_name(segmenter),
+        "segmenter": segmenter_name(segmenter),
         "entity_masking": entity_masking,
     }
     if runner == "beam":
@@ -369,39 +372,6 @@ def create_pretraining_data(
     return summary
 
 
-def corpus_statistics(corpus, single_sentence_documents):
-    """The corpus' counts for the summary (a small dict: the Beam pipeline writes it from its workers)."""
-    return {
-        "documents": corpus.num_documents,
-        "sentences": corpus.num_sentences,
-        "corpus_tokens": corpus.num_tokens,
-        "single_sentence_documents": single_sentence_documents,
-        "segmentation": corpus.segmentation,
-    }
-
-
-def pretraining_summary(files, shards, statistics, counts, seconds, pairing, settings):
-    """The `pretraining_data.json` of a run: corpus statistics, instance counts (`generate_task`'s), settings."""
-    num_instances, num_tokens, num_masked, num_is_next, num_short = [int(count) for count in counts]
-    return {
-        "input_files": files,
-        "shards": shards,
-        "documents": statistics["documents"],
-        "sentences": statistics["sentences"],
-        "corpus_tokens": statistics["corpus_tokens"],
-        "instances": num_instances,
-        "tokens": num_tokens,
-        "masked_fraction": num_masked / max(num_tokens, 1),
-        "pairing": pairing,
-        **_pairing_counts(pairing, num_instances, num_is_next, statistics["single_sentence_documents"]),
-        "real_token_fraction": num_tokens / max(num_instances * settings["max_seq_length"], 1),
-        "short_target_fraction": num_short / (settings["dupe_factor"] * statistics["documents"]),
-        "seconds": seconds,
-        **settings,
-        "segmentation": statistics["segmentation"],
-    }
-
-
 def _beam_pipeline():
     """The `beam_pipeline` module, or an `ArgumentError` saying how to install Apache Beam."""
     try:
@@ -413,21 +383,3 @@ def _beam_pipeline():
             "runner", f"runner 'beam' needs Apache Beam, which is not installed: {BEAM_INSTALL_HINT}."
         ) from None
     return beam_pipeline
-
-
-def _pairing_counts(pairing, num_instances, num_label_0, single_sentence_documents):
-    """The summary's pair-label counts: the IsNext share (nsp), the swapped share and skipped documents (sop)."""
-    if pairing == "nsp":
-        return {"is_next_fraction": num_label_0 / max(num_instances, 1)}
-    if pairing == "sop":
-        return {
-            "swapped_fraction": 1 - num_label_0 / max(num_instances, 1),
-            "single_sentence_documents": single_sentence_documents,
-        }
-    return {}
-
-
-def _segmenter_name(segmenter):
-    if segmenter is None or isinstance(segmenter, str):
-        return segmenter
-    return getattr(segmenter, "__name__", type(segmenter).__name__)

@@ -184,3 +184,19 @@ def test_without_apache_beam_the_runner_says_how_to_install_it(corpus, vocab, tm
     refused(capsys, beam_command([corpus / "part-*.txt"], tmp_path / "out", vocab),
             "needs Apache Beam", 'pip install "keras-bert-app[beam]"')
     assert not (tmp_path / "out").exists()
+
+
+def test_the_guides_runner_options_are_beams():
+    """Every --beam-option of docs/guides/beam.md's commands (Dataflow, Flink, Spark) is an option Beam knows."""
+    import re
+
+    from keras_bert_app.data.beam_pipeline import pipeline_options
+
+    guide = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "guides" / "beam.md").read_text(encoding="utf-8")
+    commands = [command.split("```")[0] for command in guide.split("keras-bert-app create-pretraining-data")[1:]]
+    runners = []
+    for command in commands:
+        flags = [f"--{option}" for option in re.findall(r"--beam-option (\S+)", command)]
+        runner = pipeline_options(flags, 1).get_all_options()["runner"]
+        runners.append(runner)
+    assert {"DataflowRunner", "FlinkRunner", "SparkRunner"} <= set(runners)
