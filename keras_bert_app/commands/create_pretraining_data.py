@@ -7,6 +7,9 @@
     keras-bert-app create-pretraining-data --input wiki/*.txt --output sop/ --vocab vocab.txt --pairing sop
     keras-bert-app create-pretraining-data --input wiki/*.txt --output albert/ --preset albert_folder/ \
         --pairing sop --masking ngram
+    keras-bert-app create-pretraining-data --input 'gs://bucket/wiki/*.txt' --output gs://bucket/data/ \
+        --vocab vocab.txt --runner beam --beam-option runner=DataflowRunner --beam-option project=my-project \
+        --beam-option region=us-central1 --beam-option temp_location=gs://bucket/tmp
 """
 
 import argparse
@@ -60,7 +63,15 @@ def add_arguments(parser):
     add_masking_arguments(parser)
     add_pairing_argument(parser)
     parser.add_argument("--num-shards", type=int, default=1, help="number of output files")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="worker processes (with --runner beam: the DirectRunner's)")
+    parser.add_argument("--runner", choices=["local", "beam"], default="local",
+                        help="local: worker processes on this machine; beam: the same generator as an Apache Beam "
+                             "pipeline writing the same records (DirectRunner by default; Dataflow, Flink, Spark by "
+                             'their --beam-option flags; needs pip install "keras-bert-app[beam]")')
+    parser.add_argument("--beam-option", action="append", default=None, metavar="KEY=VALUE", dest="beam_options",
+                        help="a Beam pipeline option, passed through unchanged (repeat it): runner=DataflowRunner, "
+                             "project=..., region=..., temp_location=gs://..., flink_master=host:8081, ...")
     parser.add_argument("--overwrite", action="store_true",
                         help="replace the shards of an earlier run in --output (refused otherwise)")
 
@@ -89,6 +100,8 @@ def run(args):
         workers=args.workers,
         overwrite=args.overwrite,
         log=print,
+        runner=args.runner,
+        beam_options=_beam_options(args),
     )
     print(
         f"{summary['documents']} documents, {summary['instances']} instances, "
@@ -117,6 +130,17 @@ def _tokenizer(args):
             "lowercase", "--lowercase/--no-lowercase go with --vocab; with --preset the preset's own casing applies."
         )
     return tokenizer_from_preset(args.preset)
+
+
+def _beam_options(args):
+    """--beam-option KEY=VALUE flags as Beam's `--KEY=VALUE` (a bare KEY: a switch), refused without --runner beam."""
+    if args.beam_options is None:
+        return None
+    from keras_bert_app import errors
+
+    if args.runner != "beam":
+        raise errors.ArgumentError("beam_options", "--beam-option goes with --runner beam.")
+    return [f"--{option.removeprefix('--')}" for option in args.beam_options]
 
 
 def _pairing_line(summary):

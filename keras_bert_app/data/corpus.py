@@ -150,7 +150,7 @@ def _segmented_lines(tokenizer, segmenter, is_continuation, lines):
     return flat, lengths, word_starts, counts
 
 
-def tokenize_corpus(files, tokenizer, progress=None, segmenter=None):
+def tokenize_corpus(files, tokenizer, progress=None, segmenter=None, open_binary=None, allow_empty=False):
     """Read corpus files and tokenize them in batches of lines.
 
     Args:
@@ -164,6 +164,10 @@ def tokenize_corpus(files, tokenizer, progress=None, segmenter=None):
         segmenter: optional callable `str -> list of str` (see
             `segmentation.resolve_segmenter`). When given, the CJK runs of
             each line are cut into words and `word_starts` is filled.
+        open_binary: optional callable opening a file as a binary stream
+            (see `corpus_lines.read_lines`; Beam's `FileSystems.open`).
+        allow_empty: bool. Return a corpus of no document rather than
+            raising (one file of a corpus read file by file).
 
     Returns:
         `TokenizedCorpus`. Lines that tokenize to nothing are skipped,
@@ -215,7 +219,7 @@ def tokenize_corpus(files, tokenizer, progress=None, segmenter=None):
 
     for path in files:
         lines, boundaries = [], []
-        for _, text in read_lines(path):
+        for _, text in read_lines(path, open_binary):
             if text:
                 lines.append(text)
                 boundaries.append(False)
@@ -231,7 +235,7 @@ def tokenize_corpus(files, tokenizer, progress=None, segmenter=None):
         flush(lines, boundaries)
         end_document()
 
-    if not document_sizes:
+    if not document_sizes and not allow_empty:
         raise ValueError(
             f"The corpus {files} holds no document: expected one sentence per "
             "line with a blank line between documents, got only blank lines "
@@ -248,3 +252,28 @@ def tokenize_corpus(files, tokenizer, progress=None, segmenter=None):
         return TokenizedCorpus(token_ids, sentence_starts, document_starts)
     word_starts = np.concatenate(word_start_chunks) if word_start_chunks else np.zeros(0, bool)
     return TokenizedCorpus(token_ids, sentence_starts, document_starts, word_starts, segmentation)
+
+
+def concatenate_corpora(parts):
+    """One `TokenizedCorpus` of corpora read separately (files, in order), as if read together.
+
+    Documents never span two files, so the corpus of several files is its
+    files' corpora one after the other; segmentation counts add up.
+    """
+    token_ids = np.concatenate([np.zeros(0, np.int32)] + [part.token_ids for part in parts])
+    sentence_starts, document_starts = [np.zeros(1, np.int64)], [np.zeros(1, np.int64)]
+    num_tokens = num_sentences = 0
+    for part in parts:
+        sentence_starts.append(part.sentence_starts[1:] + num_tokens)
+        document_starts.append(part.document_starts[1:] + num_sentences)
+        num_tokens, num_sentences = num_tokens + part.num_tokens, num_sentences + part.num_sentences
+    segmented = [part for part in parts if part.word_starts is not None]
+    if not segmented:
+        return TokenizedCorpus(token_ids, np.concatenate(sentence_starts), np.concatenate(document_starts))
+    segmentation = {}
+    for part in segmented:
+        for key, value in (part.segmentation or {}).items():
+            segmentation[key] = segmentation.get(key, 0) + value
+    word_starts = np.concatenate([np.zeros(0, bool)] + [part.word_starts for part in segmented])
+    return TokenizedCorpus(token_ids, np.concatenate(sentence_starts), np.concatenate(document_starts),
+                           word_starts, segmentation)

@@ -18,6 +18,7 @@ masking (`--masking ngram --max-ngram 3`) masks phrases of whole words.
 label (`full_sentences`); the summary records the pairing.
 """
 
+import importlib
 import json
 import multiprocessing
 import os
@@ -40,6 +41,9 @@ from keras_bert_app.data.pretraining_records import serialize_features
 from keras_bert_app.data.pretraining_records import shard_boundaries
 from keras_bert_app.data.pretraining_records import shard_name
 from keras_bert_app.data.pretraining_records import write_records_atomically
+from keras_bert_app.data.pretraining_summary import corpus_statistics
+from keras_bert_app.data.pretraining_summary import pretraining_summary
+from keras_bert_app.data.pretraining_summary import segmenter_name
 from keras_bert_app.data.segmentation import resolve_segmenter
 from keras_bert_app.data.segmentation import summary_line
 
@@ -47,14 +51,25 @@ if TYPE_CHECKING:
     from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
 
 DOCUMENTS_PER_TASK = 16
+RUNNERS = ("local", "beam")
+BEAM_INSTALL_HINT = 'pip install "keras-bert-app[beam]" (or pip install apache-beam)'
 
 # Set in the parent before the worker processes fork, read by them.
 _SHARED = {}
 
 
-def _generate(task):
-    """Serialized instances of documents `[start, end)` in one pass."""
-    corpus, maker = _SHARED["corpus"], _SHARED["maker"]
+def generate_task(corpus, maker, task):
+    """Serialized instances of documents `[start, end)` of `task = (pass, start, end)`, and their counts.
+
+    The one per-element function of the local command and the Beam pipeline:
+    each document draws from its own generator (`maker.document_rng`), so a
+    task's records depend on its key only.
+
+    Returns:
+        `(records, counts)`: a list of bytes and an int64 array of
+        instances, tokens, masked positions, label-0 pairs (is-next / in
+        order) and documents that drew a short target length.
+    """
     pass_index, start, end = task
     # One serialization call for the whole task: NumPy's per-call cost is
     # paid once, not once per document.
@@ -71,12 +86,22 @@ def _generate(task):
     return (serialize_features(features) if num_instances else []), counts
 
 
-def _tasks(num_documents, dupe_factor):
+def _generate(task):
+    return generate_task(_SHARED["corpus"], _SHARED["maker"], task)
+
+
+def pretraining_tasks(num_documents, dupe_factor):
+    """The tasks `(pass, start, end)` in output order: passes, then groups of documents."""
     return [
         (pass_index, start, min(start + DOCUMENTS_PER_TASK, num_documents))
         for pass_index in range(dupe_factor)
         for start in range(0, num_documents, DOCUMENTS_PER_TASK)
     ]
+
+
+def record_order(seed, num_records):
+    """The shuffle of the records before sharding: position -> record index (task order)."""
+    return np.random.default_rng(seed).permutation(num_records)
 
 
 def _progress_bar(total, unit, description, enabled):
@@ -86,7 +111,7 @@ def _progress_bar(total, unit, description, enabled):
                 file=sys.stderr, dynamic_ncols=True)
 
 
-def _check_output(output_dir, overwrite):
+def check_output(output_dir, overwrite):
     """Refuse to mix or silently replace the shards of an earlier run."""
     if os.path.exists(output_dir) and not os.path.isdir(output_dir):
         raise errors.OutputExistsError(f"output_dir {output_dir!r} is a file: expected a directory.")
@@ -100,7 +125,7 @@ def _check_output(output_dir, overwrite):
     return old
 
 
-def _input_files(input_files):
+def input_files_of(input_files):
     """The corpus files named by paths and globs; typed errors naming `input_files`."""
     try:
         return expand_input_files(input_files)
@@ -174,6 +199,8 @@ def create_pretraining_data(
     overwrite: bool = False,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
+    runner: str = "local",
+    beam_options: "dict | Sequence[str] | None" = None,
 ) -> dict:
     """Write masked sentence-pair TFRecords from a corpus.
 
@@ -220,6 +247,13 @@ def create_pretraining_data(
         progress: bool. Show progress bars on stderr.
         log: callable taking a str, or None. Receives the segmentation
             summary line (when a segmenter is used).
+        runner: str. `local` (worker processes on this machine) or `beam`:
+            the same generator as an Apache Beam pipeline (`beam_pipeline`;
+            needs the `beam` extra), writing the same records.
+        beam_options: dict of str to value, or list of `--key=value` flags,
+            or None. Beam pipeline options, passed through unchanged (runner
+            `beam` only); by default the DirectRunner in multi-process mode
+            with `workers` processes.
 
     Returns:
         dict, the summary written to `pretraining_data.json`.
@@ -235,17 +269,24 @@ def create_pretraining_data(
         keras_bert_app.errors.DataError: the corpus holds fewer than 2
             documents (`nsp`), or no document of 2 sentences (`sop`).
         ValueError: a corpus line that is not valid UTF-8 (names file and line).
+        With `runner="beam"` (see `beam_pipeline.run_pipeline`), bad input
+        is refused before the pipeline starts: `ArgumentError` for an
+        unknown pipeline option or a missing `apache_beam`, `DataError` for
+        a binary file or a corpus without text.
     """
     _check_settings(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor, seed,
                     whole_word_masking, num_shards, workers, overwrite, progress, lowercase)
+    errors.check_choice("runner", runner, RUNNERS)
+    if beam_options is not None and runner != "beam":
+        raise errors.ArgumentError("beam_options", f"beam_options go with runner='beam'; got runner={runner!r}.")
     scheme = masking_scheme(masking, max_ngram, whole_word_masking, segmenter)
     errors.check_type("entity_masking", entity_masking, bool)
     errors.check_choice("pairing", pairing, PAIRINGS)
+    if runner == "beam":
+        beam_pipeline = _beam_pipeline()
     segment = resolve_segmenter(segmenter, entities=entity_masking)
     tokenizer = _tokenizer(tokenizer, lowercase, log)
     output_dir = os.fspath(errors.check_path("output_dir", output_dir))
-    files = _input_files(input_files)
-    old_records = _check_output(output_dir, overwrite)
     maker = InstanceMaker(
         list(tokenizer.get_vocabulary()),
         max_seq_length=max_seq_length,
@@ -257,6 +298,26 @@ def create_pretraining_data(
         max_ngram=max_ngram,
         pairing=pairing,
     )
+    settings = {
+        "max_seq_length": max_seq_length,
+        "max_predictions_per_seq": max_predictions_per_seq,
+        "masked_lm_prob": masked_lm_prob,
+        "short_seq_prob": short_seq_prob,
+        "dupe_factor": dupe_factor,
+        "seed": seed,
+        "whole_word_masking": whole_word_masking,
+        "masking": scheme,
+        "max_ngram": max_ngram if scheme == "ngram" else None,
+        "segmenter": segmenter_name(segmenter),
+        "entity_masking": entity_masking,
+    }
+    if runner == "beam":
+        return beam_pipeline.run_pipeline(
+            input_files, output_dir, tokenizer, maker, settings, segmenter=segmenter, entity_masking=entity_masking,
+            num_shards=num_shards, workers=workers, overwrite=overwrite, beam_options=beam_options or {}, log=log,
+        )
+    files = input_files_of(input_files)
+    old_records = check_output(output_dir, overwrite)
     start_time = time.perf_counter()
     description = "tokenizing" if segment is None else "tokenizing+segmenting"
     with _progress_bar(None, "lines", description, progress) as bar:
@@ -265,7 +326,7 @@ def create_pretraining_data(
         log(summary_line(corpus.segmentation))
     single_sentence_documents = check_pairing_corpus(corpus, pairing, f"The corpus {files}")
 
-    tasks = _tasks(corpus.num_documents, dupe_factor)
+    tasks = pretraining_tasks(corpus.num_documents, dupe_factor)
     records, counts = [], np.zeros(5, dtype=np.int64)
     _SHARED.update(corpus=corpus, maker=maker)
     with _progress_bar(dupe_factor * corpus.num_documents,
@@ -286,7 +347,7 @@ def create_pretraining_data(
                 pool.terminate()
             _SHARED.clear()
 
-    order = np.random.default_rng(seed).permutation(len(records))
+    order = record_order(seed, len(records))
     os.makedirs(output_dir, exist_ok=True)
     bounds = shard_boundaries(len(records), num_shards)
     names = [shard_name(i, num_shards) for i in range(num_shards)]
@@ -300,34 +361,10 @@ def create_pretraining_data(
     for name in sorted(set(old_records) - set(names)):
         os.remove(os.path.join(output_dir, name))
 
-    num_instances, num_tokens, num_masked, num_is_next, num_short = counts.tolist()
-    summary = {
-        "input_files": files,
-        "shards": names,
-        "documents": corpus.num_documents,
-        "sentences": corpus.num_sentences,
-        "corpus_tokens": corpus.num_tokens,
-        "instances": num_instances,
-        "tokens": num_tokens,
-        "masked_fraction": num_masked / max(num_tokens, 1),
-        "pairing": pairing,
-        **_pairing_counts(pairing, num_instances, num_is_next, single_sentence_documents),
-        "real_token_fraction": num_tokens / max(num_instances * max_seq_length, 1),
-        "short_target_fraction": num_short / (dupe_factor * corpus.num_documents),
-        "seconds": time.perf_counter() - start_time,
-        "max_seq_length": max_seq_length,
-        "max_predictions_per_seq": max_predictions_per_seq,
-        "masked_lm_prob": masked_lm_prob,
-        "short_seq_prob": short_seq_prob,
-        "dupe_factor": dupe_factor,
-        "seed": seed,
-        "whole_word_masking": whole_word_masking,
-        "masking": scheme,
-        "max_ngram": max_ngram if scheme == "ngram" else None,
-        "segmenter": _segmenter_name(segmenter),
-        "entity_masking": entity_masking,
-        "segmentation": corpus.segmentation,
-    }
+    summary = pretraining_summary(
+        files, names, corpus_statistics(corpus, single_sentence_documents), counts,
+        time.perf_counter() - start_time, pairing, settings,
+    )
     summary_path = os.path.join(output_dir, SUMMARY_FILE)
     with open(summary_path + ".incomplete", "w") as stream:
         json.dump(summary, stream, indent=2)
@@ -335,19 +372,14 @@ def create_pretraining_data(
     return summary
 
 
-def _pairing_counts(pairing, num_instances, num_label_0, single_sentence_documents):
-    """The summary's pair-label counts: the IsNext share (nsp), the swapped share and skipped documents (sop)."""
-    if pairing == "nsp":
-        return {"is_next_fraction": num_label_0 / max(num_instances, 1)}
-    if pairing == "sop":
-        return {
-            "swapped_fraction": 1 - num_label_0 / max(num_instances, 1),
-            "single_sentence_documents": single_sentence_documents,
-        }
-    return {}
-
-
-def _segmenter_name(segmenter):
-    if segmenter is None or isinstance(segmenter, str):
-        return segmenter
-    return getattr(segmenter, "__name__", type(segmenter).__name__)
+def _beam_pipeline():
+    """The `beam_pipeline` module, or an `ArgumentError` saying how to install Apache Beam."""
+    try:
+        beam_pipeline = importlib.import_module("keras_bert_app.data.beam_pipeline")
+    except ModuleNotFoundError as error:
+        if not (error.name or "").startswith("apache_beam"):
+            raise
+        raise errors.ArgumentError(
+            "runner", f"runner 'beam' needs Apache Beam, which is not installed: {BEAM_INSTALL_HINT}."
+        ) from None
+    return beam_pipeline

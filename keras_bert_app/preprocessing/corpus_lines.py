@@ -5,6 +5,7 @@ Shared by the pretraining data (`data.corpus`) and the vocabulary learner
 """
 
 import gzip
+import zlib
 
 
 def _open_binary(path):
@@ -13,8 +14,12 @@ def _open_binary(path):
     return open(path, "rb")
 
 
-def read_lines(path):
+def read_lines(path, open_binary=None):
     """Yield `(line_number, text)` for each line of a corpus file.
+
+    `open_binary`: optional callable opening `path` as a binary stream with
+    `readline` (such as Apache Beam's `FileSystems.open`, for `gs://` and
+    other remote files); by default a local file, `.gz` decompressed.
 
     Lines are decoded as strict UTF-8 and stripped of surrounding whitespace;
     a blank line yields an empty string (a document boundary). Lines may end
@@ -27,7 +32,7 @@ def read_lines(path):
     """
     line_number = 0
     try:
-        with _open_binary(path) as stream:
+        with (open_binary or _open_binary)(path) as stream:
             for raw in _split_bare_cr(stream):
                 line_number += 1
                 try:
@@ -40,7 +45,7 @@ def read_lines(path):
                         f"{bad!r}); the corpus must be UTF-8 text."
                     ) from None
                 yield line_number, text.strip()
-    except (OSError, EOFError, gzip.BadGzipFile) as error:
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as error:
         if isinstance(error, FileNotFoundError):
             raise
         raise ValueError(
@@ -50,7 +55,7 @@ def read_lines(path):
 
 def _split_bare_cr(stream):
     """The lines of a binary stream, a CR not followed by LF also ending a line."""
-    for raw in stream:
+    for raw in iter(stream.readline, b""):
         if b"\r" not in raw.rstrip(b"\r\n"):
             yield raw
             continue
