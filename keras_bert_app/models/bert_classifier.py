@@ -3,11 +3,11 @@
 import keras
 
 from keras_bert_app.models import sentence_head
-from keras_bert_app.models.bert_task import BertTask, head_initializer
+from keras_bert_app.models.bert_task import head_initializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class BertClassifier(BertTask):
+class BertClassifier(sentence_head.SentenceTask):
     """BERT with a dropout + dense head on [CLS] (GLUE), pooled as the encoder's family fine-tunes.
 
     Section 4.1 of Devlin et al. 2018: the only new parameters are a
@@ -57,11 +57,6 @@ class BertClassifier(BertTask):
         self.num_classes = int(num_classes)
         self.dropout = dropout
         self.pooling = pooling
-
-    @classmethod
-    def from_preset(cls, preset, load_weights=True, **kwargs):
-        """`BertTask.from_preset`, with the pooling of the preset's family unless `pooling` is given."""
-        return super().from_preset(preset, load_weights, **sentence_head.preset_arguments(cls, preset, kwargs))
 
     def compile_defaults(self):
         """Sparse categorical cross-entropy on logits and accuracy; mean squared error and MAE when `num_classes=1`.

@@ -5,11 +5,11 @@ from keras import ops
 
 from keras_bert_app.models import sentence_head
 from keras_bert_app.models.bert_encoder import INPUT_NAMES
-from keras_bert_app.models.bert_task import BertTask, head_initializer
+from keras_bert_app.models.bert_task import head_initializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class BertMultipleChoice(BertTask):
+class BertMultipleChoice(sentence_head.SentenceTask):
     """BERT scoring `num_choices` (context, ending) pairs, as for SWAG.
 
     Section 4.4 of Devlin et al. 2018: each choice is packed as
@@ -63,11 +63,6 @@ class BertMultipleChoice(BertTask):
         self.num_choices = int(num_choices)
         self.dropout = dropout
         self.pooling = pooling
-
-    @classmethod
-    def from_preset(cls, preset, load_weights=True, **kwargs):
-        """`BertTask.from_preset`, with the pooling of the preset's family unless `pooling` is given."""
-        return super().from_preset(preset, load_weights, **sentence_head.preset_arguments(cls, preset, kwargs))
 
     def compile_defaults(self):
         """Cross-entropy over the choices (from logits) and accuracy; `BertTask.compile` adds the optimizer."""

@@ -15,6 +15,7 @@ import keras
 
 from keras_bert_app.convert import family, resolve
 from keras_bert_app.layers.dropout import Dropout
+from keras_bert_app.models.bert_task import BertTask
 
 POOLINGS = ("pooler", "cls")
 FAMILY_POOLING = {family.BERT: "pooler", family.ALBERT: "pooler", family.ELECTRA: "cls"}
@@ -47,6 +48,15 @@ def sentence_logits(encoded, units, pooling, dropout, initializer, dtype, names,
     if first_dropout:
         vector = head_dropout(vector)
     return output(head_dropout(hidden(vector)))
+
+
+class SentenceTask(BertTask):
+    """A task model with a `sentence_logits` head: `from_preset` pools as the preset's family unless told."""
+
+    @classmethod
+    def from_preset(cls, preset, load_weights=True, **kwargs):
+        """`BertTask.from_preset`, with the pooling of the preset's family unless `pooling` is given."""
+        return super().from_preset(preset, load_weights, **preset_arguments(cls, preset, kwargs))
 
 
 def preset_arguments(model_class, preset, arguments):

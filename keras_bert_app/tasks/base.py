@@ -302,10 +302,13 @@ class Task:
 
     def build_model(self, preset):
         """The task model on the preset's encoder, or the preset's own fine-tuned task (its family kept for
-        `save_preset`)."""
-        from keras_bert_app.convert import family, resolve
+        `save_preset`); an HF task checkpoint of another task's head is refused."""
+        from keras_bert_app.convert import family, huggingface_heads, resolve
 
-        self.family = family.family(resolve.read_config(preset))
+        resolved = resolve.resolve_preset(preset)
+        self.family = family.family(resolved.config)
+        if resolved.source_format == "huggingface":  # an HF task checkpoint: of this task's head
+            huggingface_heads.check_task_head(resolved.folder, self.MODEL_CLASS_NAME, self.NAME)
         return self.model_class().from_preset(preset, **self.model_arguments())
 
     def save_preset(self, model, folder):
