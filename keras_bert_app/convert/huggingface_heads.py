@@ -76,8 +76,8 @@ def check_task_head(source, model_class, task_name):
     head = task_head(source)
     if head is not None and head.model_class != model_class:
         expected = [other.architecture for other in TASK_HEADS.values() if other.model_class == model_class]
-        raise errors.ArgumentError("preset", f"{source}: a {head.architecture} (a {head.model_class} head); expected "
-                                   f"one of {expected} or an encoder checkpoint for the {task_name} task.")
+        raise errors.ArgumentError("preset", f"{source}: its task class is {head.architecture} (our {head.model_class}); "
+                                   f"expected one of {expected} or an encoder checkpoint for the {task_name} task.")
 
 
 def read_labels(source):

@@ -113,5 +113,5 @@ def test_a_task_checkpoint_of_another_head_is_refused_in_one_line(tmp_path, sent
                  "--train", tmp_path / "swag.csv", "--dev", tmp_path / "swag.csv") == 2
     error = capsys.readouterr().err.strip()
     assert error.count("\n") == 0, error
-    assert "a ElectraForSequenceClassification (a BertClassifier head); expected one of ['BertForMultipleChoice', " \
-           "'ElectraForMultipleChoice', 'AlbertForMultipleChoice']" in error, error
+    assert "its task class is ElectraForSequenceClassification (our BertClassifier); expected one of " \
+           "['BertForMultipleChoice', 'ElectraForMultipleChoice', 'AlbertForMultipleChoice']" in error, error
