@@ -21,7 +21,7 @@ import collections
 import pathlib
 import warnings
 
-from keras_bert_app.convert import huggingface_config, tables, weight_map
+from keras_bert_app.convert import tables, weight_map
 from keras_bert_app.convert.family import ALBERT, BERT, ELECTRA
 from keras_bert_app.convert.huggingface_config import (  # noqa: F401 (this module's names for them)
     ACTIVATIONS, CONFIG_FILE, SENTENCEPIECE_FILE, TOKENIZER_CONFIG_FILE, VOCABULARY_FILE, checkpoint_family,
