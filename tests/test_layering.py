@@ -18,6 +18,7 @@ ROOT = "keras_bert_app"
 LAYERS = {
     "keras_bert_app.errors": 0,
     "keras_bert_app.presets": 0,
+    "keras_bert_app.compat": 0,  # upstream-bug workarounds (keras only)
     "keras_bert_app.layers": 1,
     "keras_bert_app.preprocessing": 1,
     "keras_bert_app.convert": 1,  # reading and writing foreign formats onto a given model
