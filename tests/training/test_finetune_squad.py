@@ -83,7 +83,8 @@ def test_finetune_predict_evaluate(version, preset, tmp_path, monkeypatch, capsy
                     for paragraph in article["paragraphs"] for qa in paragraph["qas"]]
     assert sorted(predictions) == sorted(question_ids)
     assert metrics["train_features"] > metrics["train_examples"]  # several windows each
-    assert list(metrics) == ["task", "train_examples", "train_features", "train_skipped", "train_seconds", "dev"]
+    assert list(metrics) == ["task", "train_examples", "train_features", "train_skipped", "train_seconds",
+                             "first_step_seconds", "examples_per_second_after_first_step", "dev"]
     config = json.loads((run / "preset" / "config.json").read_text())
     assert config["task"]["class_name"] == "BertQuestionAnswerer"
     assert config["task"]["data"]["doc_stride"] == 8

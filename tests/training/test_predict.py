@@ -54,7 +54,9 @@ def test_readme_finetune_classify_writes_the_run_folder(topics):
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["task"] == {"reader": "classify", "sequence_length": 128, "text_column": "text",
                                "text_pair_column": None, "label_column": "label", "regression": False}
-    assert list(metrics) == ["task", "train_examples", "train_seconds", "dev"] and metrics["train_examples"] == 8
+    assert list(metrics) == ["task", "train_examples", "train_seconds", "first_step_seconds",
+                             "examples_per_second_after_first_step", "dev"] and metrics["train_examples"] == 8
+    assert metrics["first_step_seconds"] > 0 and metrics["examples_per_second_after_first_step"] > 0
     assert set(metrics["dev"]) == {"accuracy", "f1", "examples"} and metrics["dev"]["examples"] == 3
     config = json.loads((run / "preset" / "config.json").read_text())
     assert config["task"]["label_names"] == ["business", "sport"]  # sorted train labels
@@ -104,7 +106,8 @@ def test_finetune_in_python_reproduces_the_command_line_run(topics, tmp_path):
     assert json.loads((result.output / "metrics.json").read_text()) == result.metrics
     command_line = json.loads((topics / "runs" / "topics" / "metrics.json").read_text())
     for metrics in (command_line, result.metrics):
-        metrics.pop("train_seconds")
+        for timing in ("train_seconds", "first_step_seconds", "examples_per_second_after_first_step"):
+            metrics.pop(timing)
     assert result.metrics == command_line  # same seed, same numbers
     run = topics / "runs" / "topics"
     assert (result.output / "dev_predictions.jsonl").read_text() == (run / "dev_predictions.jsonl").read_text()
