@@ -119,19 +119,8 @@ def quickstart_chinese(
 def _check_arguments(preset, steps, seed, max_reviews, sequence_length, batch_size, dupe_factor, labeled_reviews,
                      vocab_size, finetune_epochs, masking):
     """The settings of a Chinese run (stored in `quickstart.json`), checked; typed errors otherwise."""
-    for name, value in (("steps", steps), ("batch_size", batch_size), ("dupe_factor", dupe_factor),
-                        ("finetune_epochs", finetune_epochs)):
-        errors.check_int(name, value, minimum=1)
-    errors.check_int("seed", seed)
-    errors.check_int("sequence_length", sequence_length, minimum=defaults.MIN_SEQUENCE_LENGTH)
-    errors.check_int("labeled_articles", labeled_reviews, minimum=0)
-    if max_reviews is not None:
-        errors.check_int("max_articles", max_reviews, minimum=8)
-    errors.check_int("vocab_size", vocab_size, minimum=0)
-    if 0 < vocab_size < defaults.MIN_VOCAB_SIZE:
-        raise errors.ArgumentError(
-            "vocab_size", f"vocab_size must be 0 (the Chinese vocabulary) or >= {defaults.MIN_VOCAB_SIZE}; got {vocab_size}."
-        )
+    pipeline.check_run_numbers(steps, seed, max_reviews, 8, sequence_length, batch_size, dupe_factor, labeled_reviews,
+                               vocab_size, finetune_epochs, "the Chinese vocabulary")
     errors.check_type("masking", masking, str)
     errors.check_choice("masking", masking, zh.MASKINGS)
     from keras_bert_app.convert import resolve

@@ -230,3 +230,21 @@ def export_and_classify(output, log, sentences=defaults.SAMPLE_SENTENCES):
         log(f"  {label:<14} {probability:.2f}  {sentence}")
         predictions.append({"text": sentence, "label": label, "probability": round(float(probability), 4)})
     return {"export": str(target), "predictions": predictions}
+
+
+def check_run_numbers(steps, seed, max_articles, fewest_articles, sequence_length, batch_size, dupe_factor,
+                      labeled_articles, vocab_size, finetune_epochs, vocabulary):
+    """The numbers of a quickstart run (English or Chinese), checked; `vocabulary` names what vocab_size 0 keeps."""
+    for name, value in (("steps", steps), ("batch_size", batch_size), ("dupe_factor", dupe_factor),
+                        ("finetune_epochs", finetune_epochs)):
+        errors.check_int(name, value, minimum=1)
+    errors.check_int("seed", seed)
+    errors.check_int("sequence_length", sequence_length, minimum=defaults.MIN_SEQUENCE_LENGTH)
+    errors.check_int("labeled_articles", labeled_articles, minimum=0)
+    if max_articles is not None:
+        errors.check_int("max_articles", max_articles, minimum=fewest_articles)
+    errors.check_int("vocab_size", vocab_size, minimum=0)
+    if 0 < vocab_size < defaults.MIN_VOCAB_SIZE:
+        raise errors.ArgumentError(
+            "vocab_size", f"vocab_size must be 0 ({vocabulary}) or >= {defaults.MIN_VOCAB_SIZE}; got {vocab_size}."
+        )

@@ -184,19 +184,8 @@ def quickstart(
 def _check_arguments(preset, steps, corpus_files, seed, max_articles, sequence_length, batch_size, dupe_factor,
                      labeled_articles, vocab_size, finetune_epochs):
     """The settings that define a run (stored in `quickstart.json`), checked; typed errors otherwise."""
-    for name, value in (("steps", steps), ("batch_size", batch_size), ("dupe_factor", dupe_factor),
-                        ("finetune_epochs", finetune_epochs)):
-        errors.check_int(name, value, minimum=1)
-    errors.check_int("seed", seed)
-    errors.check_int("sequence_length", sequence_length, minimum=defaults.MIN_SEQUENCE_LENGTH)
-    errors.check_int("labeled_articles", labeled_articles, minimum=0)
-    if max_articles is not None:
-        errors.check_int("max_articles", max_articles, minimum=2)
-    errors.check_int("vocab_size", vocab_size, minimum=0)
-    if 0 < vocab_size < defaults.MIN_VOCAB_SIZE:
-        raise errors.ArgumentError(
-            "vocab_size", f"vocab_size must be 0 (the preset's vocabulary) or >= {defaults.MIN_VOCAB_SIZE}; got {vocab_size}."
-        )
+    pipeline.check_run_numbers(steps, seed, max_articles, 2, sequence_length, batch_size, dupe_factor, labeled_articles,
+                               vocab_size, finetune_epochs, "the preset's vocabulary")
     from keras_bert_app.convert import resolve
 
     resolve.read_config(preset)  # an unknown preset fails here, before any work (an ArgumentError naming it)
@@ -222,3 +211,4 @@ def _corpus_files(corpus):
     paths = [corpus] if isinstance(corpus, (str, os.PathLike)) else corpus
     errors.check_type("corpus", paths, (list, tuple), "None, a path or a list of paths")
     return [errors.check_file("corpus", path) for path in paths]
+

@@ -155,10 +155,7 @@ class SelfAttention(keras.layers.Layer):
         return tuple(hidden_states_shape)
 
     def compute_output_spec(self, hidden_states, padding_mask=None, training=None, with_first=False):
-        output = keras.KerasTensor(hidden_states.shape, dtype=self.compute_dtype)
-        if not with_first:
-            return output
-        return output, keras.KerasTensor((hidden_states.shape[0], 1) + tuple(hidden_states.shape[2:]), self.compute_dtype)
+        return output_spec(self, hidden_states, with_first)
 
     def get_config(self):
         config = super().get_config()
@@ -187,3 +184,12 @@ def _flash_attention_setting():
         if jax.devices()[0].platform == "tpu":
             return False
     return None
+
+
+def output_spec(layer, hidden_states, with_first):
+    """The output spec of a layer that maps hidden states to hidden states: [batch, seq, hidden], and with
+    `with_first` also the first position's [batch, 1, hidden] (the `[CLS]` row computed apart)."""
+    output = keras.KerasTensor(hidden_states.shape, dtype=layer.compute_dtype)
+    if not with_first:
+        return output
+    return output, keras.KerasTensor((hidden_states.shape[0], 1) + tuple(hidden_states.shape[2:]), layer.compute_dtype)

@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_bert_app.layers.activations import get_activation
 from keras_bert_app.layers.initializers import truncated_normal
-from keras_bert_app.layers.self_attention import SelfAttention
+from keras_bert_app.layers.self_attention import SelfAttention, output_spec
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
@@ -164,10 +164,7 @@ class TransformerBlock(keras.layers.Layer):
         return tuple(hidden_states_shape)
 
     def compute_output_spec(self, hidden_states, padding_mask=None, training=None, with_first=False):
-        output = keras.KerasTensor(hidden_states.shape, dtype=self.compute_dtype)
-        if not with_first:
-            return output
-        return output, keras.KerasTensor((hidden_states.shape[0], 1) + tuple(hidden_states.shape[2:]), self.compute_dtype)
+        return output_spec(self, hidden_states, with_first)
 
     def get_config(self):
         config = super().get_config()

@@ -13,7 +13,7 @@ from keras_bert_app.preprocessing import bert_normalization
 from keras_bert_app.preprocessing import eager_calls
 from keras_bert_app.preprocessing import offsets
 from keras_bert_app.preprocessing import special_tokens
-from keras_bert_app.preprocessing.preprocessing_layer import PreprocessingLayer
+from keras_bert_app.preprocessing.preprocessing_layer import PreprocessingLayer, id_of, token_of
 from keras_bert_app.preprocessing.vocabulary import SPECIAL_TOKENS
 from keras_bert_app.preprocessing.vocabulary import read_vocabulary
 from keras_bert_app.preprocessing.vocabulary import write_vocabulary
@@ -189,18 +189,11 @@ class BertTokenizer(PreprocessingLayer):
 
     def id_to_token(self, id):
         """The token of an integer id."""
-        id = int(id)
-        if not 0 <= id < len(self._vocabulary):
-            raise ValueError(
-                f"id {id} is out of range for a vocabulary of {len(self._vocabulary)} tokens"
-            )
-        return self._vocabulary[id]
+        return token_of(self._vocabulary, id, f"a vocabulary of {len(self._vocabulary)} tokens")
 
     def token_to_id(self, token):
         """The id of a token (a str in the vocabulary)."""
-        if token not in self._token_to_id:
-            raise ValueError(f"token {token!r} is not in the vocabulary")
-        return self._token_to_id[token]
+        return id_of(self._token_to_id, token, "the vocabulary")
 
     # === Tokenization (TF ops) ===
     def call(self, inputs):

@@ -27,6 +27,21 @@ class PreprocessingLayer(keras.layers.Layer):
         return None
 
 
+def token_of(tokens, id, what):
+    """`tokens[id]` for an integer `id`, or a ValueError naming the vocabulary (`what`: "a vocabulary of N tokens")."""
+    id = int(id)
+    if not 0 <= id < len(tokens):
+        raise ValueError(f"id {id} is out of range for {what}")
+    return tokens[id]
+
+
+def id_of(ids, token, what):
+    """`ids[token]`, or a ValueError naming the vocabulary (`what`: "the vocabulary")."""
+    if token not in ids:
+        raise ValueError(f"{token!r} is not in {what}")
+    return ids[token]
+
+
 def _is_symbolic(x):
     """A KerasTensor, or a tuple of them (segments); lists of str are not scanned."""
     if isinstance(x, tuple):

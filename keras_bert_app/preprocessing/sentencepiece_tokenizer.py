@@ -10,7 +10,7 @@ import tensorflow_text as tf_text
 
 from keras_bert_app import errors, presets
 from keras_bert_app.preprocessing import bert_normalization, sentencepiece_model
-from keras_bert_app.preprocessing.preprocessing_layer import PreprocessingLayer
+from keras_bert_app.preprocessing.preprocessing_layer import PreprocessingLayer, id_of, token_of
 
 SENTENCEPIECE_FILE = "spiece.model"
 # The `type` of the "tokenizer" entry of a preset's config.json that names this tokenizer.
@@ -129,16 +129,11 @@ class SentencePieceTokenizer(PreprocessingLayer):
 
     def id_to_token(self, id):
         """The piece of an integer id."""
-        id = int(id)
-        if not 0 <= id < len(self._pieces):
-            raise ValueError(f"id {id} is out of range for a SentencePiece model of {len(self._pieces)} pieces")
-        return self._pieces[id]
+        return token_of(self._pieces, id, f"a SentencePiece model of {len(self._pieces)} pieces")
 
     def token_to_id(self, token):
         """The id of a piece."""
-        if token not in self._piece_to_id:
-            raise ValueError(f"piece {token!r} is not in the SentencePiece model")
-        return self._piece_to_id[token]
+        return id_of(self._piece_to_id, token, "the SentencePiece model")
 
     # === Tokenization (TF ops) ===
     def call(self, inputs):
