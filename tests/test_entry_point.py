@@ -11,11 +11,11 @@ from keras_bert_app.commands import main as entry
 
 def test_the_console_script_exits_with_mains_code(monkeypatch):
     calls = []
-    monkeypatch.setattr(entry, "main", lambda argv=None: calls.append(argv) or 7)
+    monkeypatch.setattr(entry, "main", lambda argv=None, **options: calls.append((argv, options)) or 7)
     monkeypatch.setattr(sys, "argv", ["keras-bert-app", "summary"])
     with pytest.raises(SystemExit) as stop:
         entry.console_script()
-    assert stop.value.code == 7 and calls == [None]
+    assert stop.value.code == 7 and calls == [(None, {"one_line_warnings": True})]
 
 
 PROCESS_PROBE = """
@@ -65,13 +65,21 @@ def test_other_packages_warnings_keep_pythons_format(monkeypatch, capsys):
 
     def run(args):
         warnings.warn_explicit("deprecated", FutureWarning, "/elsewhere/lib.py", 3)
+        warnings.warn_explicit("fresh weights\nhere", UserWarning, entry.__file__, 9)
 
     monkeypatch.setattr(entry, "command_module", lambda name: type("M", (), {"run": staticmethod(run)}))
     monkeypatch.setattr(entry, "build_parser", lambda: _parser_with("summary"))
-    assert entry.main(["summary"]) == 0
-    assert "/elsewhere/lib.py:3: FutureWarning: deprecated" in capsys.readouterr().err
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert entry.main(["summary"], one_line_warnings=True) == 0
+    err = capsys.readouterr().err
+    assert "/elsewhere/lib.py:3: FutureWarning: deprecated" in err
+    assert "keras-bert-app summary: warning: fresh weights here\n" in err
     # Restored when the command returns: warnings print as before, and the logger holds no handler of ours.
     assert not logging.getLogger("py.warnings").handlers
+    # A caller in Python keeps its own handling (pytest.warns here).
+    with pytest.warns(UserWarning, match="fresh weights"):
+        assert entry.main(["summary"]) == 0
 
 
 def _parser_with(name):

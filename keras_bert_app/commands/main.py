@@ -9,6 +9,7 @@ with `add_arguments(parser)` and `run(args)`, and a row in `COMMANDS`.
 """
 
 import argparse
+import contextlib
 import importlib
 import logging
 import os
@@ -53,8 +54,14 @@ def build_parser():
     return parser
 
 
-def main(argv=None):
-    """Run `keras-bert-app ARGV`; returns the exit code."""
+def main(argv=None, one_line_warnings=False):
+    """Run `keras-bert-app ARGV`; returns the exit code.
+
+    With `one_line_warnings` (the console script's), warnings go through
+    `logging.captureWarnings` while the command runs and the library's own
+    print as one line (`_OneLineWarnings`); a caller in Python (a test with
+    `pytest.warns`, a notebook) keeps its own handling of warnings.
+    """
     from keras_bert_app import errors
 
     parser = build_parser()
@@ -62,13 +69,11 @@ def main(argv=None):
     if args.command is None:
         parser.print_help()
         return EXIT_BAD_INPUT
-    handler = _OneLineWarnings(args.command)
-    logger = logging.getLogger("py.warnings")
-    logger.addHandler(handler)
-    propagate, logger.propagate = logger.propagate, False
-    logging.captureWarnings(True)
     try:
-        return int(command_module(args.subcommand).run(args) or 0)
+        if not one_line_warnings:
+            return int(command_module(args.subcommand).run(args) or 0)
+        with _one_line_warnings(args.command):
+            return int(command_module(args.subcommand).run(args) or 0)
     except KeyboardInterrupt:
         print("keras-bert-app: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -80,6 +85,18 @@ def main(argv=None):
         message = " ".join(str(error).split("\n")).strip() or type(error).__name__
         print(f"keras-bert-app {args.command}: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+@contextlib.contextmanager
+def _one_line_warnings(command):
+    """Within: warnings logged (`logging.captureWarnings`) to `_OneLineWarnings`; restored on leaving."""
+    handler = _OneLineWarnings(command)
+    logger = logging.getLogger("py.warnings")
+    logger.addHandler(handler)
+    propagate, logger.propagate = logger.propagate, False
+    logging.captureWarnings(True)
+    try:
+        yield
     finally:
         logging.captureWarnings(False)
         logger.propagate = propagate
@@ -117,7 +134,7 @@ _WARNING_LINE = re.compile(r"(?P<file>.+?):(?P<line>\d+): (?P<category>\w+): (?P
 
 def console_script():
     """The `keras-bert-app` console script: `main()` on `sys.argv`, its code as the exit status."""
-    sys.exit(main())
+    sys.exit(main(one_line_warnings=True))
 
 
 if __name__ == "__main__":

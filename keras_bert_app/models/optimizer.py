@@ -100,10 +100,11 @@ def create_optimizer(
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class BertAdamW(keras.optimizers.Adam):
+class BertAdamW(keras.optimizers.AdamW):
     """AdamW as BERT, HF and ELECTRA train: decoupled weight decay, HF's clipping, a learning rate per variable.
 
-    Keras' Adam update (`update_step`, with its "epsilon hat": epsilon added
+    A `keras.optimizers.AdamW` whose decay and rates are per variable. Keras'
+    Adam update (`update_step`, with its "epsilon hat": epsilon added
     to the root of the uncorrected second moment), plus:
 
     - decoupled weight decay `w -= w * weight_decay * lr` before the update
@@ -131,15 +132,20 @@ class BertAdamW(keras.optimizers.Adam):
             of these get no weight decay.
         learning_rate_multipliers: dict `{variable.path: factor}`; other
             variables learn at the full rate.
-        **kwargs: `keras.optimizers.Adam` arguments (`beta_1`, `beta_2`,
+        **kwargs: `keras.optimizers.AdamW` arguments (`beta_1`, `beta_2`,
             `epsilon`, `global_clipnorm`, `gradient_accumulation_steps`, ...).
+
+    Attributes:
+        decoupled_weight_decay: float. The decay rate (Keras' `weight_decay`
+            attribute is None: its one-rate decay would apply it twice).
     """
 
     def __init__(self, learning_rate=0.001, weight_decay=0.01, no_decay_names=NO_DECAY_NAMES,
                  learning_rate_multipliers=None, **kwargs):
-        kwargs.pop("weight_decay", None)
-        super().__init__(learning_rate=learning_rate, **kwargs)
-        self.decoupled_weight_decay = float(weight_decay or 0.0)
+        super().__init__(learning_rate=learning_rate, weight_decay=float(weight_decay or 0.0), **kwargs)
+        # Applied in `update_step` with each variable's own rate; Keras' own decay (one rate for all) is off.
+        self.decoupled_weight_decay = self.weight_decay
+        self.weight_decay = None
         self.no_decay_names = tuple(no_decay_names)
         self.learning_rate_multipliers = {str(path): float(factor) for path, factor in
                                           (learning_rate_multipliers or {}).items()}

@@ -111,7 +111,7 @@ def test_compile_without_arguments_is_the_paper_recipe():
     optimizer = pretrainer.optimizer
     assert isinstance(optimizer, keras.optimizers.AdamW)
     assert (optimizer.beta_1, optimizer.beta_2, optimizer.epsilon) == (0.9, 0.999, 1e-6)
-    assert optimizer.weight_decay == 0.01 and optimizer.global_clipnorm == 1.0
+    assert optimizer.decoupled_weight_decay == 0.01 and optimizer.global_clipnorm == 1.0
     assert optimizer.get_config()["learning_rate"]["config"] == {
         "peak_learning_rate": 1e-4, "total_steps": 1_000_000, "warmup_steps": 10_000, "decay_from_warmup": False
     }

@@ -118,7 +118,7 @@ def test_task_models_compile_with_the_fine_tuning_recipe(factory):
     assert isinstance(model, BertTask) and "compile" not in type(model).__dict__
     model.compile(learning_rate=3e-5, total_steps=100, warmup_ratio=0.2, jit_compile=False)
     optimizer = model.optimizer
-    assert isinstance(optimizer, BertAdamW) and isinstance(optimizer, keras.optimizers.Adam)
+    assert isinstance(optimizer, BertAdamW) and isinstance(optimizer, keras.optimizers.AdamW)
     # HF Trainer's where the paper is silent: ceil(0.2 * 100) warmup steps, decay from the warmup's end, epsilon 1e-8.
     assert optimizer.get_config()["learning_rate"]["config"] == {
         "peak_learning_rate": 3e-5, "total_steps": 100, "warmup_steps": 20, "decay_from_warmup": True,
