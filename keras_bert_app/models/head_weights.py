@@ -58,19 +58,27 @@ def _not_heads(model):
 
 
 def all_layers(layer):
-    """`layer` and every layer inside it: a model's `layers`, and the layers a layer keeps as public attributes."""
+    """`layer` and every layer inside it, found through public attributes on every backend."""
     found, pending = {}, [layer]
     while pending:
         current = pending.pop()
-        if id(current) in found:
-            continue
-        found[id(current)] = current
-        pending.extend(current.layers if isinstance(current, keras.Model) else [])
-        for name, value in vars(current).items():
-            if not name.startswith("_"):
-                pending.extend(item for item in (value if isinstance(value, (list, tuple)) else [value])
-                               if isinstance(item, keras.layers.Layer))
+        if id(current) not in found:
+            found[id(current)] = current
+            pending.extend(_sublayers(current))
     return list(found.values())
+
+
+def _sublayers(layer):
+    """A model's `layers`, and the layers a layer keeps as attributes (PyTorch: its child modules)."""
+    children = list(layer.layers) if isinstance(layer, keras.Model) else []
+    if keras.config.backend() == "torch":  # a Keras layer is a torch.nn.Module there, its sublayers its children
+        children += [child for child in layer.children() if isinstance(child, keras.layers.Layer)]
+    else:
+        for name, value in vars(layer).items():
+            if not name.startswith("_"):
+                children += [item for item in (value if isinstance(value, (list, tuple)) else [value])
+                             if isinstance(item, keras.layers.Layer)]
+    return children
 
 
 def _is_keras_file(path):
