@@ -11,8 +11,22 @@ from keras_bert_app.layers.initializers import truncated_normal
 MASKED_SCORE = -1e9
 
 
+class SequenceLayer(keras.layers.Layer):
+    """A layer from hidden states `[batch, seq, hidden]` (and a padding mask) to hidden states of the same shape;
+    with `with_first`, also the first position's `[batch, 1, hidden]` (the `[CLS]` row computed apart)."""
+
+    def compute_output_shape(self, hidden_states_shape, padding_mask_shape=None):
+        return tuple(hidden_states_shape)
+
+    def compute_output_spec(self, hidden_states, padding_mask=None, training=None, with_first=False):
+        output = keras.KerasTensor(hidden_states.shape, dtype=self.compute_dtype)
+        if not with_first:
+            return output
+        return output, keras.KerasTensor((hidden_states.shape[0], 1) + tuple(hidden_states.shape[2:]), self.compute_dtype)
+
+
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class SelfAttention(keras.layers.Layer):
+class SelfAttention(SequenceLayer):
     """Scaled dot-product self-attention over `num_heads` heads.
 
     Scores and softmax are computed in float32 (also under mixed precision);
@@ -151,12 +165,6 @@ class SelfAttention(keras.layers.Layer):
         first_query = self.query_dense(hidden_states[:, :1, :])  # not query[:, :1]: that would keep every query
         return attend(query, keep), attend(first_query, None if keep is None else keep[:, :, :1, :])
 
-    def compute_output_shape(self, hidden_states_shape, padding_mask_shape=None):
-        return tuple(hidden_states_shape)
-
-    def compute_output_spec(self, hidden_states, padding_mask=None, training=None, with_first=False):
-        return output_spec(self, hidden_states, with_first)
-
     def get_config(self):
         config = super().get_config()
         config.update(
@@ -184,12 +192,3 @@ def _flash_attention_setting():
         if jax.devices()[0].platform == "tpu":
             return False
     return None
-
-
-def output_spec(layer, hidden_states, with_first):
-    """The output spec of a layer that maps hidden states to hidden states: [batch, seq, hidden], and with
-    `with_first` also the first position's [batch, 1, hidden] (the `[CLS]` row computed apart)."""
-    output = keras.KerasTensor(hidden_states.shape, dtype=layer.compute_dtype)
-    if not with_first:
-        return output
-    return output, keras.KerasTensor((hidden_states.shape[0], 1) + tuple(hidden_states.shape[2:]), layer.compute_dtype)

@@ -5,11 +5,11 @@ from keras import ops
 
 from keras_bert_app.layers.activations import get_activation
 from keras_bert_app.layers.initializers import truncated_normal
-from keras_bert_app.layers.self_attention import SelfAttention, output_spec
+from keras_bert_app.layers.self_attention import SelfAttention, SequenceLayer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class TransformerBlock(keras.layers.Layer):
+class TransformerBlock(SequenceLayer):
     """Self-attention and feed-forward sublayers, each as LayerNorm(x + dropout(f(x))).
 
     Args:
@@ -159,12 +159,6 @@ class TransformerBlock(keras.layers.Layer):
             hidden = self.attention_layer_norm(hidden + attended)
             outputs.append(self.output_layer_norm(hidden + self._feed_forward(hidden, training, keep_o)))
         return tuple(outputs)
-
-    def compute_output_shape(self, hidden_states_shape, padding_mask_shape=None):
-        return tuple(hidden_states_shape)
-
-    def compute_output_spec(self, hidden_states, padding_mask=None, training=None, with_first=False):
-        return output_spec(self, hidden_states, with_first)
 
     def get_config(self):
         config = super().get_config()

@@ -13,7 +13,7 @@ from keras_bert_app.preprocessing import bert_normalization
 from keras_bert_app.preprocessing import eager_calls
 from keras_bert_app.preprocessing import offsets
 from keras_bert_app.preprocessing import special_tokens
-from keras_bert_app.preprocessing.preprocessing_layer import PreprocessingLayer, id_of, token_of
+from keras_bert_app.preprocessing.preprocessing_layer import TokenizerLayer
 from keras_bert_app.preprocessing.vocabulary import SPECIAL_TOKENS
 from keras_bert_app.preprocessing.vocabulary import read_vocabulary
 from keras_bert_app.preprocessing.vocabulary import write_vocabulary
@@ -27,7 +27,7 @@ MAX_INPUT_CHARS_PER_WORD = 200
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class BertTokenizer(PreprocessingLayer):
+class BertTokenizer(TokenizerLayer):
     """BERT's WordPiece tokenizer (Devlin et al. 2018), as TensorFlow ops.
 
     Follows the original `FullTokenizer`: text cleaning, CJK ideographs split
@@ -178,27 +178,11 @@ class BertTokenizer(PreprocessingLayer):
             self._tokenize_with_offsets_graph, self._tokenize_with_offsets_batch
         )
 
-    # === Vocabulary lookups (Python) ===
-    def vocabulary_size(self):
-        """The number of tokens in the vocabulary."""
-        return len(self._vocabulary)
-
-    def get_vocabulary(self):
-        """The tokens, in id order (a copy)."""
-        return list(self._vocabulary)
-
-    def id_to_token(self, id):
-        """The token of an integer id."""
-        return token_of(self._vocabulary, id, f"a vocabulary of {len(self._vocabulary)} tokens")
-
-    def token_to_id(self, token):
-        """The id of a token (a str in the vocabulary)."""
-        return id_of(self._token_to_id, token, "the vocabulary")
+    # === Vocabulary lookups (Python): `TokenizerLayer` ===
+    def lookup_tables(self):
+        return self._vocabulary, self._token_to_id, "vocabulary"
 
     # === Tokenization (TF ops) ===
-    def call(self, inputs):
-        return self.tokenize(inputs)
-
     def tokenize(self, inputs):
         """Strings -> token ids.
 

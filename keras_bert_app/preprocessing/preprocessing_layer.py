@@ -27,6 +27,38 @@ class PreprocessingLayer(keras.layers.Layer):
         return None
 
 
+class TokenizerLayer(PreprocessingLayer):
+    """Base of the tokenizers: `call` tokenizes, and the Python lookups over the vocabulary.
+
+    A subclass gives `lookup_tables()`: its tokens in id order, its
+    `{token: id}` map, and how to name its vocabulary in an error.
+    """
+
+    def lookup_tables(self):
+        raise NotImplementedError
+
+    def call(self, inputs):
+        return self.tokenize(inputs)
+
+    def vocabulary_size(self):
+        """The number of tokens (pieces) in the vocabulary."""
+        return len(self.lookup_tables()[0])
+
+    def get_vocabulary(self):
+        """The tokens (pieces), in id order (a copy)."""
+        return list(self.lookup_tables()[0])
+
+    def id_to_token(self, id):
+        """The token (piece) of an integer id."""
+        tokens, _, name = self.lookup_tables()
+        return token_of(tokens, id, f"{name} of {len(tokens)} entries")
+
+    def token_to_id(self, token):
+        """The id of a token (piece)."""
+        _, ids, name = self.lookup_tables()
+        return id_of(ids, token, f"the {name}")
+
+
 def token_of(tokens, id, what):
     """`tokens[id]` for an integer `id`, or a ValueError naming the vocabulary (`what`: "a vocabulary of N tokens")."""
     id = int(id)

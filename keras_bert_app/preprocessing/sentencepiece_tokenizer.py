@@ -10,7 +10,7 @@ import tensorflow_text as tf_text
 
 from keras_bert_app import errors, presets
 from keras_bert_app.preprocessing import bert_normalization, sentencepiece_model
-from keras_bert_app.preprocessing.preprocessing_layer import PreprocessingLayer, id_of, token_of
+from keras_bert_app.preprocessing.preprocessing_layer import TokenizerLayer
 
 SENTENCEPIECE_FILE = "spiece.model"
 # The `type` of the "tokenizer" entry of a preset's config.json that names this tokenizer.
@@ -22,7 +22,7 @@ WHITESPACE = r"[\t\n\x0B\x0C\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class SentencePieceTokenizer(PreprocessingLayer):
+class SentencePieceTokenizer(TokenizerLayer):
     """ALBERT's SentencePiece tokenizer (Lan et al. 2019), as TensorFlow ops.
 
     ALBERT's normalisation runs first, as google-research/albert's
@@ -118,27 +118,11 @@ class SentencePieceTokenizer(PreprocessingLayer):
             self._graph_sentencepiece[graph] = tf_text.SentencepieceTokenizer(model=self._proto, out_type=self._id_dtype)
         return self._graph_sentencepiece[graph]
 
-    # === Vocabulary lookups (Python) ===
-    def vocabulary_size(self):
-        """The number of pieces."""
-        return len(self._pieces)
-
-    def get_vocabulary(self):
-        """The pieces, in id order (a copy)."""
-        return list(self._pieces)
-
-    def id_to_token(self, id):
-        """The piece of an integer id."""
-        return token_of(self._pieces, id, f"a SentencePiece model of {len(self._pieces)} pieces")
-
-    def token_to_id(self, token):
-        """The id of a piece."""
-        return id_of(self._piece_to_id, token, "the SentencePiece model")
+    # === Vocabulary lookups (Python): `TokenizerLayer` ===
+    def lookup_tables(self):
+        return self._pieces, self._piece_to_id, "SentencePiece model"
 
     # === Tokenization (TF ops) ===
-    def call(self, inputs):
-        return self.tokenize(inputs)
-
     def normalize(self, text):
         """ALBERT's text normalisation (TF ops): tf.string tensor -> the same shape."""
         text = bert_normalization.valid_utf8(text)
