@@ -75,12 +75,15 @@ def masked_batches(
         order = tf.argsort(tf.random.stateless_uniform([num_sequences], seed=tf.stack([seed, epoch])))
         batches = tf.data.Dataset.from_tensor_slices(order).batch(batch_size, drop_remainder=drop_remainder)
         return batches.enumerate().map(
-            lambda index, rows: _mask_rows(arrays, rows, tf.stack([seed, epoch * (1 << 32) + index]), **options)
+            lambda index, rows: features_to_model_inputs(
+                _mask_rows(arrays, rows, tf.stack([seed, epoch * (1 << 32) + index]), **options)
+            ),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
         )
 
     dataset = tf.data.Dataset.from_generator(epoch_numbers, output_signature=tf.TensorSpec([], tf.int64))
-    dataset = dataset.flat_map(epoch_batches)
-    return dataset.map(features_to_model_inputs).prefetch(tf.data.AUTOTUNE)
+    return dataset.flat_map(epoch_batches).prefetch(tf.data.AUTOTUNE)
 
 
 def _mask_rows(arrays, rows, seed, *, max_predictions, special_token_ids, mask_token_id, vocabulary_size,
