@@ -5,14 +5,14 @@ In:  Hugging Face (BERT, ELECTRA `ElectraModel`/`ElectraForPreTraining`/`Electra
      or an original Google release (BERT, ELECTRA, ALBERT) -> our preset folder (`config.json`, `vocab.txt` or
      `spiece.model`, `model.weights.h5`, and the heads' weights when the checkpoint has them). An ELECTRA pair (an
      original release, or an HF discriminator with `generator=` its generator folder) gives the discriminator's
-     preset with the generator's in `generator/`. HF BERT task classes (`BertForSequenceClassification`, ...)
-     give the fine-tuned task preset a `finetune` run writes, and such presets go back out as them (`task_checkpoint`).
+     preset with the generator's in `generator/`. HF task classes of the three families
+     (`BertForSequenceClassification`, `ElectraForSequenceClassification`, ...) give the fine-tuned task preset a
+     `finetune` run writes, and such presets go back out as them (`task_checkpoint`).
 Out: one of our presets (name or folder) -> an HF folder (with the pretraining heads when the preset has them) or
-     a keras-hub preset; ELECTRA presets (`"architecture": "electra"`, an ELECTRA run's preset, or an encoder with
-     `embedding_dim`) as ELECTRA, ALBERT presets (`"architecture": "albert"`, or `num_groups`) as HF ALBERT.
+     a keras-hub preset, in the formats of the preset's family (`family`: ALBERT's to HF only).
 
 This stage builds our models (layer 3); the format readers and writers it uses (`detect`, `huggingface`,
-`keras_hub`, `google` and their `*_electra`/`*_albert` siblings) never do.
+`keras_hub`, `google`) never do.
 """
 
 import contextlib
@@ -20,15 +20,13 @@ import pathlib
 import shutil
 
 from keras_bert_app import errors, presets
-from keras_bert_app.convert import detect, huggingface_heads, resolve, task_checkpoint, tokenizer_json
+from keras_bert_app.convert import detect, family, huggingface_heads, resolve, task_checkpoint, tokenizer_json
+from keras_bert_app.convert.family import ALBERT, ELECTRA
 
 SOURCE_FORMATS = ("huggingface", "keras_hub", "google")
 TARGET_FORMATS = ("huggingface", "keras_hub")
-ELECTRA = "electra"  # the `architecture` entry of an ELECTRA preset's config.json
-ALBERT = "albert"  # ... and of an ALBERT preset's (its tokenizer is a SentencePiece model)
 SENTENCEPIECE_FILE = "spiece.model"
 GENERATOR_FOLDER = "generator"  # an ELECTRA pair: the generator's preset inside the discriminator's
-ELECTRA_PRETRAINER_ENTRY = "electra_pretrainer"  # the config entry of `ElectraPretrainer.save_to_preset`
 # The heads' weights files of BertPretrainer, ElectraDiscriminator and ElectraPretrainer (a new
 # conversion with --overwrite removes an earlier one's).
 HEAD_FILES = ("pretrainer.weights.h5", "discriminator.weights.h5", "electra_pretrainer.weights.h5")
@@ -141,15 +139,15 @@ def _import_into(source, output, source_format, config, vocabulary, generator):
     from keras_bert_app.models.bert_encoder import BertEncoder
     from keras_bert_app.models.bert_pretrainer import BertPretrainer
 
-    head = huggingface_heads.task_head(source) if source_format == "huggingface" else None  # a BERT task class
-    if config.get("architecture") == ELECTRA:
-        heads = _import_electra(source, output, source_format, config, generator)
-    elif head is not None and generator is None:
+    head = huggingface_heads.task_head(source) if source_format == "huggingface" else None  # a task class
+    if head is not None and generator is None:
         heads = task_checkpoint.import_task(source, output, config, head)  # a fine-tuned task preset
+    elif config.get("architecture") == ELECTRA:
+        heads = _import_electra(source, output, source_format, config, generator)
     else:
         if generator is not None:
             raise errors.ArgumentError(
-                "generator", f"generator is for ELECTRA checkpoints; {source} is a BERT checkpoint."
+                "generator", f"generator is for ELECTRA checkpoints; {source} is a {family.family(config)} checkpoint."
             )
         pretrainer = BertPretrainer(BertEncoder(**config["encoder"]),
                                     next_sentence_prediction=config.get("next_sentence_prediction", True))
@@ -174,30 +172,29 @@ def _import_electra(source, output, source_format, config, generator):
     Returns:
         bool. True when the checkpoint's head was converted.
     """
-    from keras_bert_app.convert import electra_pair, google_electra, huggingface_electra
+    from keras_bert_app.convert import electra_pair, google, huggingface
     from keras_bert_app.models.bert_encoder import BertEncoder
     from keras_bert_app.models.bert_pretrainer import BertPretrainer
     from keras_bert_app.models.electra_discriminator import ElectraDiscriminator
 
-    module = detect.architecture_module(source, source_format)
-    if config.get("checkpoint_architecture") == huggingface_electra.GENERATOR_ARCHITECTURE:
+    if config.get("checkpoint_architecture") == huggingface.GENERATOR_ARCHITECTURE:
         if generator is not None:
             raise errors.ArgumentError(
                 "generator", f"{source} is itself a generator (ElectraForMaskedLM); give the discriminator as source."
             )
         model = BertPretrainer(BertEncoder(**config["encoder"]), next_sentence_prediction=False)
-        heads = module.load_weights(model, source)
+        heads = detect.load_weights(model, source, source_format)
         _save(model, output, heads)
         return heads
     discriminator = ElectraDiscriminator(BertEncoder(**config["encoder"]))
-    heads = module.load_weights(discriminator, source)
-    if module is google_electra and config.get("generator"):
+    heads = detect.load_weights(discriminator, source, source_format)
+    if source_format == "google" and config.get("generator"):
         if generator is not None:
             raise errors.ArgumentError("generator", f"{source} holds its generator already; generator is for HF pairs.")
         generator_source = source
         generator_preset = {**config, "description": config["description"].replace("(discriminator)", "(generator)")}
         masked_lm = BertPretrainer(BertEncoder(**config["generator"]), next_sentence_prediction=False)
-        google_electra.load_generator_weights(masked_lm, source)
+        google.load_weights(masked_lm, source, generator=True)
     elif generator is not None:
         generator_source = errors.check_path("generator", generator)
         if not generator_source.exists():
@@ -205,7 +202,7 @@ def _import_electra(source, output, source_format, config, generator):
         generator_preset = detect.read_config(generator_source, "huggingface")
         electra_pair.check_pair(config, generator_preset, generator_source)
         masked_lm = BertPretrainer(BertEncoder(**generator_preset["encoder"]), next_sentence_prediction=False)
-        huggingface_electra.load_weights(masked_lm, generator_source)
+        huggingface.load_weights(masked_lm, generator_source)
     else:
         _save(discriminator, output, heads)
         return heads
@@ -263,17 +260,18 @@ def _write_preset_files(output, vocabulary, config):
 
 
 def export_preset(preset, output, target_format):
-    """Write one of our presets (name or folder) as an HF folder or a keras-hub preset.
+    """Write one of our presets (name or folder) as an HF folder or a keras-hub preset, in its family's formats.
 
     The pretraining heads go to HF too when the preset has them
     (`pretrainer.weights.h5`; for ELECTRA, the discriminator's head or the
-    generator's masked-LM head); keras-hub gets the encoder (a BertBackbone,
-    or an ElectraBackbone for ELECTRA).
+    generator's masked-LM head), a fine-tuned task as the HF task class;
+    keras-hub gets the encoder (a BertBackbone, or an ElectraBackbone for
+    ELECTRA; ALBERT has none).
 
     Returns:
         pathlib.Path of the folder written.
     """
-    from keras_bert_app.convert import huggingface, huggingface_electra, keras_hub, keras_hub_electra
+    from keras_bert_app.convert import huggingface, keras_hub
     from keras_bert_app.models.bert_encoder import BertEncoder
     from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
     from keras_bert_app.models.electra_discriminator import HEAD_WEIGHTS_FILE as DISCRIMINATOR_FILE
@@ -284,46 +282,35 @@ def export_preset(preset, output, target_format):
     if not (folder / presets.CONFIG_FILE).is_file() and (folder / "preset" / presets.CONFIG_FILE).is_file():
         preset = folder / "preset"  # a `finetune` or `pretrain` run folder: its preset, as `predict` takes it
     resolved = resolve.resolve_preset(preset)
-    if is_albert(resolved.config):
-        return _export_albert(preset, resolved, output, target_format)
-    electra = is_electra(resolved.config)
-    if target_format == "huggingface" and not electra and "class_name" in resolved.config.get("task", {}):
+    kind = family.family(resolved.config)
+    if kind == ALBERT and target_format != "huggingface":
+        raise errors.ArgumentError(
+            "target_format", f"an ALBERT preset is written as 'huggingface' only; got {target_format!r}."
+        )
+    hf = target_format == "huggingface"
+    if hf and "class_name" in resolved.config.get("task", {}):
         return task_checkpoint.export_task(preset, resolved, output)  # a fine-tuned task: the HF task class
-    writers = {"huggingface": huggingface_electra if electra else huggingface,
-               "keras_hub": keras_hub_electra if electra else keras_hub}
-    if target_format == "huggingface" and electra and (resolved.folder / DISCRIMINATOR_FILE).is_file():
+    if hf and kind == ELECTRA and (resolved.folder / DISCRIMINATOR_FILE).is_file():
         model = ElectraDiscriminator.from_preset(preset)
-    elif target_format == "huggingface" and electra and ELECTRA_PRETRAINER_ENTRY in resolved.config:
+    elif hf and kind == ELECTRA and family.ELECTRA_PRETRAINER_ENTRY in resolved.config:
         model = _discriminator_of_run(preset)
-    elif target_format == "huggingface" and (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
+    elif hf and (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
         model = BertPretrainer.from_preset(preset)
     else:
         model = BertEncoder.from_preset(preset)
     tokenizer = resolved.config.get("tokenizer", {})
-    options = {"special_tokens_in_strings": bool(tokenizer.get("special_tokens_in_strings", False))} \
-        if target_format == "keras_hub" else {}
-    return pathlib.Path(writers[target_format].save(
-        model, output, resolved.vocabulary_path, tokenizer.get("lowercase", True), **options
-    ))
-
-
-def _export_albert(preset, resolved, output, target_format):
-    """An ALBERT preset as an HF `AlbertModel` (or `AlbertForPreTraining` with its heads) folder."""
-    from keras_bert_app.convert import huggingface_albert
-    from keras_bert_app.models.bert_encoder import BertEncoder
-    from keras_bert_app.models.bert_pretrainer import HEAD_WEIGHTS_FILE, BertPretrainer
-
-    if target_format != "huggingface":
-        raise errors.ArgumentError(
-            "target_format", f"an ALBERT preset is written as 'huggingface' only; got {target_format!r}."
-        )
-    tokenizer = resolved.config.get("tokenizer", {})
-    model_path = resolved.folder / tokenizer.get("sentencepiece_model", SENTENCEPIECE_FILE)
-    if not model_path.is_file():
-        raise errors.MissingFileError("source", f"source: {resolved.folder} has no SentencePiece model {model_path.name!r}.")
-    model = (BertPretrainer if (resolved.folder / HEAD_WEIGHTS_FILE).is_file() else BertEncoder).from_preset(preset)
-    return pathlib.Path(huggingface_albert.save(model, output, model_path, tokenizer.get("lowercase", True),
-                                                tokenizer.get("strip_accents", True)))
+    lowercase = tokenizer.get("lowercase", True)
+    if not hf:
+        return pathlib.Path(keras_hub.save(model, output, resolved.vocabulary_path, lowercase,
+                                           bool(tokenizer.get("special_tokens_in_strings", False)), kind))
+    if kind == ALBERT:
+        model_path = resolved.folder / tokenizer.get("sentencepiece_model", SENTENCEPIECE_FILE)
+        if not model_path.is_file():
+            raise errors.MissingFileError("source", f"source: {resolved.folder} has no SentencePiece model "
+                                          f"{model_path.name!r}.")
+        return pathlib.Path(huggingface.save(model, output, model_path, lowercase, kind,
+                                             tokenizer.get("strip_accents", True)))
+    return pathlib.Path(huggingface.save(model, output, resolved.vocabulary_path, lowercase, kind))
 
 
 def _discriminator_of_run(preset):
@@ -335,26 +322,6 @@ def _discriminator_of_run(preset):
     discriminator = ElectraDiscriminator(pretrainer.encoder)
     discriminator.discriminator_head.set_weights(pretrainer.discriminator_head.get_weights())
     return discriminator
-
-
-def is_albert(config):
-    """True for an ALBERT preset (`"architecture": "albert"`, or an encoder with shared layers), written as ALBERT."""
-    return config.get("architecture") == ALBERT or config.get("encoder", {}).get("num_groups") is not None
-
-
-def is_electra(config):
-    """True for an ELECTRA preset config, written in ELECTRA's formats.
-
-    Marked so by its conversion (`"architecture": "electra"`), an ELECTRA
-    run's preset (its `electra_pretrainer` entry), or an encoder with an
-    `embedding_dim` (factorized embeddings, which BERT's formats cannot
-    hold; an ELECTRA run's generator records it even when E = H).
-    """
-    return (
-        config.get("architecture") == ELECTRA
-        or ELECTRA_PRETRAINER_ENTRY in config
-        or config.get("encoder", {}).get("embedding_dim") is not None
-    )
 
 
 def _format_argument(argument, value, choices):

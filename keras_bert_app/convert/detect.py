@@ -1,15 +1,12 @@
 """Recognise a foreign checkpoint folder, read its config and fill a model from it.
 
-Formats: "huggingface" (`config.json` with `model_type` + `model.safetensors`),
-"keras_hub" (`config.json` of a serialized keras-hub model +
-`model.weights.h5`) and "google" (`bert_config.json` + `bert_model.ckpt.*`,
-or an ELECTRA release: `vocab.txt` + a TF checkpoint of `electra/...`
-variables). Within a format, the architecture (BERT, ELECTRA or ALBERT) picks
-the module that reads it: `huggingface`, `huggingface_electra` or
-`huggingface_albert`, `keras_hub` or
-`keras_hub_electra`, `google`, `google_electra` or `google_albert`.
-Our own preset folders (a `config.json` with an "encoder" entry) are not
-foreign. Writing our presets from these (and back) is the stage
+Formats, one reader module each (BERT, ELECTRA and ALBERT alike; each reads
+the family from the folder): "huggingface" (`config.json` with `model_type` +
+`model.safetensors`), "keras_hub" (`config.json` of a serialized keras-hub
+model + `model.weights.h5`) and "google" (an original release: a TF
+checkpoint with `bert_config.json`, `albert_config.json`, or ELECTRA's
+variables). Our own preset folders (a `config.json` with an "encoder" entry)
+are not foreign. Writing our presets from these (and back) is the stage
 `convert.checkpoint.convert_checkpoint`. Nothing here imports TensorFlow at
 module level, nor the models: the model to fill is given. (Recognising an
 ELECTRA release reads its TF checkpoint's variable names, so a folder with
@@ -20,28 +17,9 @@ import json
 import pathlib
 
 from keras_bert_app import errors, presets
-from keras_bert_app.convert import (
-    google,
-    google_albert,
-    google_electra,
-    huggingface,
-    huggingface_albert,
-    huggingface_electra,
-    keras_hub,
-    keras_hub_electra,
-    tokenizer_json,
-    weight_map,
-)
+from keras_bert_app.convert import google, huggingface, keras_hub, tokenizer_json, weight_map
 
 FORMATS = {"huggingface": huggingface, "keras_hub": keras_hub, "google": google}
-# (format, is_checkpoint(folder), module): ELECTRA's and ALBERT's readers, tried before the BERT one of the format.
-ELECTRA_MODULES = (
-    ("huggingface", huggingface_electra.is_electra, huggingface_electra),
-    ("huggingface", huggingface_albert.is_albert, huggingface_albert),
-    ("keras_hub", keras_hub_electra.is_preset, keras_hub_electra),
-    ("google", google_electra.is_checkpoint, google_electra),
-    ("google", google_albert.is_checkpoint, google_albert),
-)
 # Spellings accepted on the command line.
 FORMAT_ALIASES = {"hf": "huggingface", "keras-hub": "keras_hub", "tf": "google"}
 
@@ -66,9 +44,7 @@ def detect_format(path):
         return "keras_hub"
     if huggingface.is_checkpoint(folder):
         return "huggingface"
-    if google.is_checkpoint(folder) or google_electra.is_checkpoint(folder) or google_albert.is_checkpoint(folder):
-        return "google"
-    return None
+    return "google" if google.is_checkpoint(folder) else None
 
 
 def read_config(path, source_format=None):
@@ -79,7 +55,7 @@ def read_config(path, source_format=None):
     path = pathlib.Path(path).expanduser()
     folder = path.parent if path.is_file() else path  # an explicit weights file
     source_format = format_name(folder, source_format)
-    config = architecture_module(path, source_format).read_config(folder)
+    config = FORMATS[source_format].read_config(folder)
     vocabulary = vocabulary_file(folder, config, source_format)
     if vocabulary is not None and not config["tokenizer"].get("sentencepiece_model"):  # ALBERT's: its reader checks
         weight_map.check_vocabulary(vocabulary, config["encoder"]["vocabulary_size"])
@@ -102,12 +78,13 @@ def vocabulary_file(folder, config, source_format):
 
 
 def load_weights(model, path, source_format=None):
-    """Fill a `BertEncoder` or `BertPretrainer` from a foreign checkpoint.
+    """Fill a `BertEncoder`, `BertPretrainer` or `ElectraDiscriminator` from a foreign checkpoint.
 
     Returns:
         bool. True when the pretraining heads were loaded too.
     """
-    return architecture_module(pathlib.Path(path).expanduser(), source_format).load_weights(model, path)
+    path = pathlib.Path(path).expanduser()
+    return FORMATS[format_name(path.parent if path.is_file() else path, source_format)].load_weights(model, path)
 
 
 def load_foreign_preset(path):
@@ -121,12 +98,7 @@ def load_foreign_preset(path):
     source_format = detect_format(path)
     if source_format is None:
         return None
-    config = read_config(path, source_format)
-
-    def load(model):
-        return load_weights(model, path, source_format)
-
-    return config, load
+    return read_config(path, source_format), lambda model: load_weights(model, path, source_format)
 
 
 def format_name(folder, source_format=None):
@@ -149,15 +121,3 @@ def format_name(folder, source_format=None):
             "source_format", f"Unknown checkpoint format {source_format!r}: expected one of {sorted(FORMATS)}."
         )
     return name
-
-
-def architecture_module(path, source_format=None):
-    """The module that reads this checkpoint: the format's ELECTRA or ALBERT reader for those, else its BERT one."""
-    path = pathlib.Path(path).expanduser()
-    name = format_name(path, source_format)
-    folder = path.parent if path.is_file() else path
-    for format_, is_checkpoint, module in ELECTRA_MODULES:
-        if format_ == name and is_checkpoint(folder):
-            return module
-    return FORMATS[name]
-

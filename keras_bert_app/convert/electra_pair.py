@@ -46,13 +46,13 @@ def save_pair(discriminator, masked_lm, output):
 
 def check_pair(discriminator, generator, generator_path):
     """A generator that can share the discriminator's embeddings; `DataError` naming the field otherwise."""
-    from keras_bert_app.convert import huggingface, huggingface_electra
+    from keras_bert_app.convert import huggingface
 
     path = (generator_path.parent if generator_path.is_file() else generator_path) / huggingface.CONFIG_FILE
-    if generator.get("checkpoint_architecture") != huggingface_electra.GENERATOR_ARCHITECTURE:
+    if generator.get("checkpoint_architecture") != huggingface.GENERATOR_ARCHITECTURE:
         raise weight_map.ConversionError(
             f"{path}: field 'architectures' is [{generator.get('checkpoint_architecture')!r}]; expected "
-            f"[{huggingface_electra.GENERATOR_ARCHITECTURE!r}] for the generator of an ELECTRA pair."
+            f"[{huggingface.GENERATOR_ARCHITECTURE!r}] for the generator of an ELECTRA pair."
         )
     fields = {"embedding_size": ("embedding_dim", "hidden_dim"), "vocab_size": ("vocabulary_size", None),
               "max_position_embeddings": ("max_sequence_length", None), "type_vocab_size": ("num_segments", None)}

@@ -1,177 +1,84 @@
-"""Hugging Face transformers BERT checkpoints, in and out.
+"""Hugging Face transformers checkpoints of BERT, ELECTRA and ALBERT, in and out.
 
-A checkpoint folder holds `config.json` (a `BertConfig`), `model.safetensors`
-(or shards listed in `model.safetensors.index.json`) and `vocab.txt`. Both
-the `BertModel` layout (`embeddings.word_embeddings.weight`, ...) and the
-`BertForPreTraining` layout (`bert.` prefix, `cls.predictions.*`,
-`cls.seq_relationship.*`) are read, as is `BertForMaskedLM` (no NSP head, no
-pooler); the MLM output layer must be tied to the token embeddings.
+A folder holds `config.json` (its `model_type` names the family),
+`model.safetensors` (or shards listed in `model.safetensors.index.json`) and
+the tokenizer: `vocab.txt` (ALBERT: `spiece.model`), or, saved by
+transformers 5, `tokenizer.json` in its place (`tokenizer_json`). The
+encoder (`BertModel`, `ElectraModel`, `AlbertModel`: no prefix) and the
+pretraining classes (`bert.`/`electra.`/`albert.` prefix plus their heads:
+`BertForPreTraining`, `BertForMaskedLM` without NSP head nor pooler,
+`ElectraForPreTraining` the discriminator, `ElectraForMaskedLM` the
+generator, `AlbertForPreTraining` with its sentence-order head,
+`AlbertForMaskedLM`) are read and written, by the family's table
+(`tables`); the masked-LM output layer must be tied to the token
+embeddings. Task classes (`huggingface_heads`) give their encoder here.
 Safetensors are read with NumPy (no torch); a `pytorch_model.bin` is read
 only when its path is given explicitly and torch is installed, with
 `torch.load(weights_only=True)`.
 """
 
-import json
+import collections
 import pathlib
 import warnings
 
-from keras_bert_app.convert import weight_map
-from keras_bert_app.convert.weight_map import ConversionError, Mapping
+from keras_bert_app.convert import huggingface_config, tables, weight_map
+from keras_bert_app.convert.family import ALBERT, BERT, ELECTRA
+from keras_bert_app.convert.huggingface_config import (  # noqa: F401 (this module's names for them)
+    ACTIVATIONS, CONFIG_FILE, SENTENCEPIECE_FILE, TOKENIZER_CONFIG_FILE, VOCABULARY_FILE, checkpoint_family,
+    config_from_dict, hf_config, is_checkpoint, read_config, read_json, write_json,
+)
+from keras_bert_app.convert.weight_map import ConversionError
 
-CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
 PYTORCH_FILE = "pytorch_model.bin"
-VOCABULARY_FILE = "vocab.txt"
-TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
-
-# HF `hidden_act` (transformers' ACT2FN names) -> our activation name, and back. HF's other
-# names (gelu_10's clipping, leaky_relu's slope 0.01, laplace, relu2, ...) are refused.
-ACTIVATIONS = {
-    "gelu": "gelu", "gelu_python": "gelu", "silu": "silu", "swish": "silu",
-    **dict.fromkeys(("gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_accurate", "gelu_python_tanh"), "gelu_approximate"),
-    **{name: name for name in ("quick_gelu", "relu", "relu6", "mish", "tanh", "sigmoid", "linear")},
+IGNORED = ("position_ids",)  # buffers, not weights
+# Per family: the class names' stem and the task classes' encoder prefix; the pretraining heads as (our
+# attribute, the tensor that marks it, its tensors' prefix), the first one deciding whether they are read; the
+# masked-LM decoder (tied to the token embeddings) and the pooler's tensor (None: the family has no pooler).
+Family = collections.namedtuple("Family", ["stem", "prefix", "heads", "decoder", "pooler"])
+FAMILIES = {
+    BERT: Family("Bert", "bert.", (("masked_lm_head", "cls.predictions.bias", "cls.predictions."),
+                                   ("next_sentence_head", "cls.seq_relationship.weight", "cls.seq_relationship.")),
+                 "cls.predictions.decoder", "pooler.dense.weight"),
+    ALBERT: Family("Albert", "albert.", (("masked_lm_head", "predictions.bias", "predictions."),
+                                         ("next_sentence_head", "sop_classifier.classifier.weight", "sop_classifier.")),
+                   "predictions.decoder", "pooler.weight"),
+    ELECTRA: Family("Electra", "electra.", (("discriminator_head", "discriminator_predictions.dense.weight",
+                                             "discriminator_predictions."),
+                                            ("masked_lm_head", "generator_lm_head.bias", "generator_")),
+                    "generator_lm_head", None),
 }
-ACTIVATIONS_OUT = {"gelu": "gelu", "gelu_exact": "gelu", "gelu_approximate": "gelu_new",
-                   **{ours: ours for ours in set(ACTIVATIONS.values()) - {"gelu", "gelu_approximate"}}}
-# Classes without the next-sentence (sentence-order) head: the converted pretrainer is masked-LM only.
-MASKED_LM_ARCHITECTURES = ("BertForMaskedLM", "BertLMHeadModel", "AlbertForMaskedLM")
-REQUIRED_FIELDS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
-# Buffers that are not weights.
-IGNORED = ("position_ids",)
+# The activation of transformers' ELECTRA generator head, whatever `hidden_act` says: the exact GELU (our names).
+GENERATOR_HEAD_ACTIVATIONS = ("gelu", "gelu_exact")
+GENERATOR_ARCHITECTURE = "ElectraForMaskedLM"
 
 
-def is_checkpoint(folder):
-    """True for a folder with an HF BERT-style `config.json` and weights."""
-    folder = pathlib.Path(folder)
-    try:
-        config = _read_json(folder / CONFIG_FILE) if (folder / CONFIG_FILE).is_file() else None
-    except ConversionError:
-        return False
-    if not isinstance(config, dict) or "model_type" not in config:
-        return False
-    return any((folder / name).is_file() for name in (SAFETENSORS_FILE, SAFETENSORS_INDEX_FILE, PYTORCH_FILE))
-
-
-def read_config(folder):
-    """Our preset config (`encoder`, `tokenizer`) from an HF checkpoint folder."""
-    folder = pathlib.Path(folder)
-    path = folder / CONFIG_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{folder}: no {CONFIG_FILE}; expected a Hugging Face checkpoint folder.")
-    config = _read_json(path)
-    model_type = config.get("model_type")
-    if model_type != "bert":
-        raise ConversionError(
-            f"{path}: model_type is {model_type!r}; this converter reads BERT and ELECTRA "
-            "checkpoints (model_type 'bert' or 'electra'), not other architectures."
-        )
-    return config_from_dict(path, config, folder)
-
-
-def config_from_dict(path, config, folder):
-    """Our preset config from a parsed BERT-style HF `config.json` (`path` is named in errors)."""
-    # BERT's learned positions and bidirectional attention (`is_decoder` makes transformers' attention causal).
-    for field, expected in (("position_embedding_type", "absolute"), ("is_decoder", False)):
-        if config.get(field, expected) != expected:
-            raise ConversionError(f"{path}: field {field!r} is {config[field]!r}; expected {expected!r} (BERT's encoder).")
-    activation = config.get("hidden_act", "gelu")
-    if activation not in ACTIVATIONS:
-        raise ConversionError(f"{path}: field 'hidden_act' is {activation!r}; expected one of {sorted(ACTIVATIONS)}.")
-    missing = [key for key in REQUIRED_FIELDS if key not in config]
-    if missing:
-        raise ConversionError(f"{path}: missing field(s) {missing}; expected the sizes of the model.")
-    encoder = {
-        "vocabulary_size": int(config["vocab_size"]),
-        "num_layers": int(config["num_hidden_layers"]),
-        "num_heads": int(config["num_attention_heads"]),
-        "hidden_dim": int(config["hidden_size"]),
-        "intermediate_dim": int(config["intermediate_size"]),
-        "dropout": float(config.get("hidden_dropout_prob", 0.1)),
-        "max_sequence_length": int(config.get("max_position_embeddings", 512)),
-        "num_segments": int(config.get("type_vocab_size", 2)),
-        "activation": ACTIVATIONS[activation],
-        "layer_norm_epsilon": float(config.get("layer_norm_eps", 1e-12)),
-        "initializer_range": float(config.get("initializer_range", 0.02)),
-    }
-    tokenizer = {"vocabulary": VOCABULARY_FILE, "lowercase": _lowercase(folder)}
-    return {
-        "name": folder.name,
-        "description": "Converted from the Hugging Face checkpoint "
-        f"{config.get('_name_or_path') or folder.name}.",
-        "encoder": encoder,
-        "tokenizer": tokenizer,
-        # False for a masked-LM class (no sentence head): `convert` then writes a masked-LM-only pretrainer.
-        "next_sentence_prediction": not set(config.get("architectures") or ()) & set(MASKED_LM_ARCHITECTURES),
-    }
-
-
-def encoder_mappings(num_layers, prefix="", layer_norm_names=("weight", "bias")):
-    """`Mapping`s from HF BERT tensor names to our encoder variables."""
-    gamma, beta = layer_norm_names
-
-    def dense(source, target, layout=weight_map.TRANSPOSED):
-        return [
-            Mapping(f"{prefix}{source}.weight", f"{target}/kernel", layout),
-            Mapping(f"{prefix}{source}.bias", f"{target}/bias", weight_map.SAME),
-        ]
-
-    def layer_norm(source, target):
-        return [
-            Mapping(f"{prefix}{source}.{gamma}", f"{target}/gamma", weight_map.SAME),
-            Mapping(f"{prefix}{source}.{beta}", f"{target}/beta", weight_map.SAME),
-        ]
-
-    embeddings = (("word_embeddings", "token_embedding/embeddings"),
-                  ("token_type_embeddings", "segment_embedding/embeddings"),
-                  ("position_embeddings", "position_embeddings"))
-    mappings = [Mapping(f"{prefix}embeddings.{name}.weight", f"embeddings/{target}", weight_map.SAME)
-                for name, target in embeddings]
-    mappings += layer_norm("embeddings.LayerNorm", "embeddings/layer_norm")
-    for index in range(num_layers):
-        source = f"encoder.layer.{index}"
-        target = f"transformer_layer_{index}"
-        for name in ("query", "key", "value"):
-            mappings += [
-                Mapping(f"{prefix}{source}.attention.self.{name}.weight", f"{target}/attention/{name}/kernel",
-                        weight_map.HEADS_KERNEL_TRANSPOSED),
-                Mapping(f"{prefix}{source}.attention.self.{name}.bias", f"{target}/attention/{name}/bias",
-                        weight_map.HEADS_BIAS),
-            ]
-        mappings += dense(f"{source}.attention.output.dense", f"{target}/attention/attention_output",
-                          weight_map.MERGE_HEADS_KERNEL_TRANSPOSED)
-        mappings += layer_norm(f"{source}.attention.output.LayerNorm", f"{target}/attention_layer_norm")
-        mappings += dense(f"{source}.intermediate.dense", f"{target}/intermediate")
-        mappings += dense(f"{source}.output.dense", f"{target}/output")
-        mappings += layer_norm(f"{source}.output.LayerNorm", f"{target}/output_layer_norm")
-    mappings += dense("pooler.dense", "pooler")
-    return mappings
+def encoder_mappings(num_layers, prefix="", layer_norm_names=None, family=BERT, skip=()):
+    """`Mapping`s from HF encoder tensors (under `prefix`) to our encoder of `num_layers` layers (ALBERT: groups)."""
+    return tables.mappings(tables.ENCODERS[family], "huggingface", num_layers, prefix, skip=skip,
+                           layer_norm=layer_norm_names)
 
 
 def read_tensors(path):
-    """`{name: NumPy array}` from a checkpoint folder or an explicit weights file.
+    """`({name: NumPy array}, file name for errors)` of a checkpoint folder or an explicit weights file.
 
-    Args:
-        path: a folder with `model.safetensors` (or an index of shards), or the
-            path of a `.safetensors` or `.bin` file. A `.bin` (pickle) file is
-            read only when named explicitly, with torch's `weights_only=True`.
-
-    Returns:
-        (tensors, file_name) where file_name is named in errors.
+    A folder gives its `model.safetensors` (or the shards its index lists);
+    a `.bin` (pickle) file is read only when named explicitly, with torch's
+    `weights_only=True`.
     """
     path = pathlib.Path(path)
     if path.is_dir():
         if (path / SAFETENSORS_FILE).is_file():
             return _read_safetensors([path / SAFETENSORS_FILE]), str(path / SAFETENSORS_FILE)
         if (path / SAFETENSORS_INDEX_FILE).is_file():
-            index = _read_json(path / SAFETENSORS_INDEX_FILE)
+            index = read_json(path / SAFETENSORS_INDEX_FILE)
             shards = sorted(set(index.get("weight_map", {}).values()))
             return _read_safetensors([path / shard for shard in shards]), str(path / SAFETENSORS_INDEX_FILE)
         if (path / PYTORCH_FILE).is_file():
             raise ConversionError(
-                f"{path} has only {PYTORCH_FILE} (a pickle file). Pass the file "
-                f"itself ({path / PYTORCH_FILE}) to load it with torch "
-                "(weights_only=True), or convert it to model.safetensors."
+                f"{path} has only {PYTORCH_FILE} (a pickle file). Pass the file itself ({path / PYTORCH_FILE}) to "
+                "load it with torch (weights_only=True), or convert it to model.safetensors."
             )
         raise FileNotFoundError(f"{path}: no {SAFETENSORS_FILE} or {PYTORCH_FILE}.")
     if path.suffix == ".safetensors":
@@ -181,186 +88,144 @@ def read_tensors(path):
     raise FileNotFoundError(f"{path}: expected a checkpoint folder, a .safetensors or a .bin file.")
 
 
-def head_mappings(layer_norm_names=("weight", "bias"), next_sentence=True):
-    """`Mapping`s from HF `cls.*` tensors to `BertPretrainer`'s head variables.
-
-    The MLM decoder weight is tied to the word embeddings and not mapped.
-    """
-    gamma, beta = layer_norm_names
-    transform = "cls.predictions.transform"
-    mappings = [
-        Mapping(f"{transform}.dense.weight", "masked_lm_head/dense/kernel", weight_map.TRANSPOSED),
-        Mapping(f"{transform}.dense.bias", "masked_lm_head/dense/bias", weight_map.SAME),
-        Mapping(f"{transform}.LayerNorm.{gamma}", "masked_lm_head/layer_norm/gamma", weight_map.SAME),
-        Mapping(f"{transform}.LayerNorm.{beta}", "masked_lm_head/layer_norm/beta", weight_map.SAME),
-        Mapping("cls.predictions.bias", "masked_lm_head/output_bias", weight_map.SAME),
-    ]
-    if next_sentence:
-        mappings += [
-            Mapping("cls.seq_relationship.weight", "next_sentence_head/dense/kernel", weight_map.TRANSPOSED),
-            Mapping("cls.seq_relationship.bias", "next_sentence_head/dense/bias", weight_map.SAME),
-        ]
-    return mappings
-
-
 def load_weights(model, path):
-    """Fill a `BertEncoder` or a `BertPretrainer` from an HF checkpoint.
+    """Fill an encoder, or a model with its pretraining heads, from an HF checkpoint of any family.
 
     Args:
-        model: `BertEncoder`, or `BertPretrainer` (its heads are filled when
-            the checkpoint has `cls.predictions.*`, as `BertForPreTraining`;
-            a `BertForMaskedLM` has no NSP head, which then stays fresh,
-            with a warning). A checkpoint without a pooler (`BertForMaskedLM`,
-            token classification, ...) leaves ours fresh, with a warning.
+        model: a `BertEncoder`; a `BertPretrainer` (BERT's or ALBERT's
+            heads, or ELECTRA's generator head without NSP); an
+            `ElectraDiscriminator`. Heads the checkpoint lacks (a masked-LM
+            class's NSP head, a pooler) keep fresh weights, with a warning.
         path: a checkpoint folder or an explicit weights file.
 
     Raises:
-        ConversionError: an untied MLM output layer (`tie_word_embeddings`
-            false), which our head, scoring against the token embeddings,
-            cannot hold; tensors that do not fit the config.
+        ConversionError: an untied masked-LM output layer, which our head
+            (scoring against the token embeddings) cannot hold; an ELECTRA
+            generator whose `hidden_act` is not the GELU its HF head applies;
+            tensors that do not fit the config.
 
     Returns:
         bool. True when pretraining heads were loaded.
     """
     tensors, source_name = read_tensors(path)
+    kind = checkpoint_family(path)
+    spec = FAMILIES[kind]
     encoder = getattr(model, "encoder", model)
-    prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
-    layer_norm_names = _layer_norm_names(tensors)
-    ignored = IGNORED + ("cls.predictions.decoder.",)
-    tensors = with_decoder_bias(tensors, "cls.predictions.")
-    heads = hasattr(model, "masked_lm_head") and "cls.predictions.bias" in tensors
-    if heads:
-        weight_map.check_tied_output(tensors, "cls.predictions.decoder.weight",
-                                     f"{prefix}embeddings.word_embeddings.weight", source_name)
-    absent = absent_layers(model, tensors, f"{prefix}pooler.dense.weight", heads and "cls.seq_relationship.weight")
-    mappings = without_pooler(encoder_mappings(encoder.num_layers, prefix, layer_norm_names), absent)
-    if heads:
-        next_sentence = getattr(model, "next_sentence_head", None) is not None and "next_sentence_head" not in absent
-        mappings += head_mappings(layer_norm_names, next_sentence)
-        if not next_sentence:
-            ignored += ("cls.seq_relationship.",)
-    else:
-        ignored += ("cls.",)
-    # With the `bert.` prefix, other top-level tensors belong to a task head.
-    names = [name for name in tensors if name.startswith((prefix, "cls."))]
-    weight_map.check_unused(names, {mapping.source for mapping in mappings}, source_name, ignored)
+    prefix = spec.prefix if f"{spec.prefix}embeddings.word_embeddings.weight" in tensors else ""
+    masked_lm = next(head[1] for head in spec.heads if head[0] == "masked_lm_head")  # its output bias
+    if f"{spec.decoder}.bias" in tensors:  # the bias HF's forward adds (tied checkpoints may hold a copy)
+        tensors = {**tensors, masked_lm: tensors[f"{spec.decoder}.bias"]}
+    loaded, absent = tables.present_heads(model, spec.heads, tensors)
+    if spec.pooler and f"{prefix}{spec.pooler}" not in tensors:
+        absent.add("pooler")
+    if "masked_lm_head" in loaded:
+        weight_map.check_tied_output(tensors, f"{spec.decoder}.weight", f"{prefix}embeddings.word_embeddings.weight",
+                                     source_name)
+        if kind == ELECTRA:
+            _check_generator_activation(model, path)
+    layer_norm = ("gamma", "beta") if any(name.endswith("LayerNorm.gamma") for name in tensors) else None
+    mappings = encoder_mappings(encoder.num_groups or encoder.num_layers, prefix, layer_norm, kind,
+                                absent | no_projection(encoder))
+    mappings += tables.mappings(tables.HEADS[kind], "huggingface", skip=_other_heads(spec, loaded, absent),
+                                layer_norm=layer_norm)
+    ignored = IGNORED + (f"{spec.decoder}.",) + tuple(head[2] for head in spec.heads if head[0] not in loaded)
+    own = [name for name in tensors if not prefix or name.startswith((prefix, *(head[2] for head in spec.heads)))]
+    weight_map.check_unused(own, {mapping.source for mapping in mappings}, source_name, ignored)
     weight_map.load_mapped(model, mappings, tensors.get, source_name)
-    warn_fresh(absent, source_name)
-    return heads
+    if absent:
+        warnings.warn(f"{source_name} has no tensors for our {' and '.join(sorted(absent))} (a masked-LM or task "
+                      "checkpoint): those keep fresh weights.", stacklevel=2)
+    return bool(loaded)
 
 
-def save(model, folder, vocabulary_path, lowercase):
-    """Write an HF checkpoint folder from our encoder or pretrainer.
+def save(model, folder, tokenizer_path, lowercase, family=BERT, strip_accents=True):
+    """Write an HF folder of the family that transformers' `from_pretrained` loads.
 
-    A `BertEncoder` becomes a `BertModel` (no prefix); a `BertPretrainer` a
-    `BertForPreTraining` (`bert.` prefix, `cls.*` heads), or without its NSP
-    head a `BertForMaskedLM` (without our pooler: that class has none, and
-    transformers reports its tensors as unexpected keys). Writes
-    `config.json`, `model.safetensors`, `vocab.txt` and
-    `tokenizer_config.json` (`do_lower_case`), which transformers'
-    `from_pretrained` reads.
+    An encoder becomes `BertModel`/`ElectraModel`/`AlbertModel`; a
+    pretrainer with a sentence head `BertForPreTraining`/`AlbertForPreTraining`,
+    without one (a generator) `...ForMaskedLM` (without our pooler: those
+    classes have none); an `ElectraDiscriminator` `ElectraForPreTraining`.
+    `tokenizer_path` is the `vocab.txt` (ALBERT: the SentencePiece model).
     """
+    spec = FAMILIES[family]
     encoder = getattr(model, "encoder", model)
-    weight_map.check_vocabulary(vocabulary_path, encoder.vocabulary_size)
-    if hasattr(model, "masked_lm_head"):
-        next_sentence = model.next_sentence_head is not None
-        architecture = "BertForPreTraining" if next_sentence else "BertForMaskedLM"
-        mappings = encoder_mappings(encoder.num_layers, "bert.") + head_mappings(next_sentence=next_sentence)
-        if not next_sentence:
-            mappings = without_pooler(mappings, {"pooler"})
+    sentence = getattr(model, "next_sentence_head", None) is not None
+    skip = no_projection(encoder)
+    if getattr(model, "masked_lm_head", None) is not None:
+        if family == ELECTRA:
+            _check_generator_head(model)
+        architecture = f"{spec.stem}For{'PreTraining' if sentence else 'MaskedLM'}"
+        skip |= set() if sentence else {"pooler", "next_sentence_head"}  # transformers would call them unexpected
+    elif getattr(model, "discriminator_head", None) is not None:
+        architecture = f"{spec.stem}ForPreTraining"
     else:
-        architecture = "BertModel"
-        mappings = encoder_mappings(encoder.num_layers)
+        architecture = f"{spec.stem}Model"
+    prefix = "" if architecture.endswith("Model") else spec.prefix
+    mappings = encoder_mappings(encoder.num_groups or encoder.num_layers, prefix, family=family, skip=skip)
+    if prefix:
+        heads = {head[0] for head in spec.heads if getattr(model, head[0], None) is not None}
+        mappings += tables.mappings(tables.HEADS[family], "huggingface", skip=_other_heads(spec, heads, set()))
     tensors = weight_map.export_mapped(model, mappings)
-    return write_folder(folder, tensors, hf_config(encoder, architecture), vocabulary_path, lowercase)
+    if family == ALBERT and prefix:
+        tensors[f"{spec.decoder}.weight"] = tensors[f"{prefix}embeddings.word_embeddings.weight"]
+        tensors[f"{spec.decoder}.bias"] = tensors["predictions.bias"]
+    return write_folder(folder, tensors, hf_config(encoder, architecture, family), tokenizer_path, lowercase, family,
+                        strip_accents)
 
 
-def write_folder(folder, tensors, config, vocabulary_path, lowercase):
-    """An HF BERT folder: `model.safetensors`, `config.json`, `vocab.txt`, `tokenizer_config.json`."""
+def write_folder(folder, tensors, config, tokenizer_path, lowercase, family=BERT, strip_accents=True):
+    """An HF folder: `model.safetensors`, `config.json`, the tokenizer file and `tokenizer_config.json`."""
     from safetensors.numpy import save_file
 
+    tokenizer_path = pathlib.Path(tokenizer_path)
+    if family != ALBERT:
+        weight_map.check_vocabulary(tokenizer_path, config["vocab_size"])
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     save_file(tensors, str(folder / SAFETENSORS_FILE), metadata={"format": "pt"})
-    _write_json(folder / CONFIG_FILE, config)
-    _write_json(folder / TOKENIZER_CONFIG_FILE, {"do_lower_case": bool(lowercase), "tokenizer_class": "BertTokenizer"})
-    (folder / VOCABULARY_FILE).write_text(pathlib.Path(vocabulary_path).read_text(encoding="utf-8"), encoding="utf-8")
+    write_json(folder / CONFIG_FILE, config)
+    settings = {"do_lower_case": bool(lowercase), "tokenizer_class": f"{FAMILIES[family].stem}Tokenizer"}
+    if family == ALBERT:
+        settings["keep_accents"] = not strip_accents
+    write_json(folder / TOKENIZER_CONFIG_FILE, settings)
+    name = SENTENCEPIECE_FILE if family == ALBERT else VOCABULARY_FILE
+    (folder / name).write_bytes(tokenizer_path.read_bytes())
     return folder
 
 
-def hf_config(encoder, architecture):
-    """An HF `BertConfig` dict for our encoder."""
-    if encoder.activation not in ACTIVATIONS_OUT:
+def no_projection(encoder):
+    """`{"embedding_projection"}` when the encoder has none (BERT, ELECTRA with E = H): its rows are skipped."""
+    return {"embedding_projection"} if getattr(encoder, "embedding_projection", None) is None else set()
+
+
+def _other_heads(spec, loaded, absent):
+    """Our head layers whose table rows are not read or written: the family's heads not loaded."""
+    return {head[0] for head in spec.heads if head[0] not in loaded} | absent
+
+
+def _check_generator_head(model):
+    """Refuse a generator with an NSP head; warn when its head's activation is not the GELU transformers applies."""
+    if getattr(model, "next_sentence_head", None) is not None:
+        raise ConversionError("An ELECTRA generator has a masked-LM head only; this model has a next-sentence head "
+                              "too (build it with next_sentence_prediction=False).")
+    if model.masked_lm_head.activation not in GENERATOR_HEAD_ACTIVATIONS:
+        warnings.warn("transformers' ElectraForMaskedLM head applies the exact GELU ('gelu') whatever hidden_act says; "
+                      f"this generator's head applies {model.masked_lm_head.activation!r}, so its masked-LM logits in "
+                      "transformers will differ.", stacklevel=3)
+
+
+def _check_generator_activation(model, path):
+    """transformers' generator head applies the exact GELU whatever `hidden_act` says; ours the encoder's: another
+    `hidden_act` is refused."""
+    if model.masked_lm_head.activation not in GENERATOR_HEAD_ACTIVATIONS:
+        path = pathlib.Path(path)
+        config_path = (path.parent if path.is_file() else path) / CONFIG_FILE
+        hidden_act = read_json(config_path).get("hidden_act") if config_path.is_file() else None
         raise ConversionError(
-            f"Activation {encoder.activation!r} has no HF name; expected one of "
-            f"{sorted(ACTIVATIONS_OUT)}."
+            f"{config_path}: field 'hidden_act' is {hidden_act!r}; expected 'gelu' for an ElectraForMaskedLM: its "
+            "head applies the exact GELU whatever hidden_act says, ours the encoder's activation. "
+            "BertEncoder.from_preset reads the encoder alone."
         )
-    return {
-        "architectures": [architecture],
-        "model_type": "bert",
-        "vocab_size": encoder.vocabulary_size,
-        "hidden_size": encoder.hidden_dim,
-        "num_hidden_layers": encoder.num_layers,
-        "num_attention_heads": encoder.num_heads,
-        "intermediate_size": encoder.intermediate_dim,
-        "hidden_act": ACTIVATIONS_OUT[encoder.activation],
-        "hidden_dropout_prob": encoder.dropout,
-        "attention_probs_dropout_prob": encoder.dropout,
-        "max_position_embeddings": encoder.max_sequence_length,
-        "type_vocab_size": encoder.num_segments,
-        "initializer_range": encoder.initializer_range,
-        "layer_norm_eps": encoder.layer_norm_epsilon,
-        "position_embedding_type": "absolute",
-        "pad_token_id": 0,
-    }
-
-
-def with_decoder_bias(tensors, head):
-    """The MLM output bias is the one HF's forward adds: `{head}decoder.bias` when the file has it (tied
-    checkpoints hold `{head}bias`, and may hold an equal copy as `{head}decoder.bias`)."""
-    if f"{head}decoder.bias" in tensors:
-        return {**tensors, f"{head}bias": tensors[f"{head}decoder.bias"]}
-    return tensors
-
-
-def absent_layers(model, tensors, pooler_weight, sentence_weight=None):
-    """Our layers the checkpoint has no tensors for: "pooler" (`BertForMaskedLM`, token classification,
-    question answering) and a pretrainer's "next_sentence_head" (masked-LM classes; `sentence_weight`
-    None when the heads are not loaded). They keep fresh weights (`warn_fresh`)."""
-    absent = set() if pooler_weight in tensors else {"pooler"}
-    if sentence_weight and getattr(model, "next_sentence_head", None) is not None and sentence_weight not in tensors:
-        absent.add("next_sentence_head")
-    return absent
-
-
-def warn_fresh(absent, source_name):
-    """One warning naming the layers `absent_layers` found, once the weights are loaded."""
-    if absent:
-        warnings.warn(f"{source_name} has no tensors for our {' and '.join(sorted(absent))} (a masked-LM or task "
-                      "checkpoint): those keep fresh weights.", stacklevel=3)
-
-
-def without_pooler(mappings, absent):
-    """The mappings less the pooler's when the checkpoint has none."""
-    return [mapping for mapping in mappings if "pooler" not in absent or not mapping.target.startswith("pooler/")]
-
-
-def _layer_norm_names(tensors):
-    """Old checkpoints name LayerNorm parameters gamma/beta, new ones weight/bias."""
-    if any(name.endswith("LayerNorm.gamma") for name in tensors):
-        return ("gamma", "beta")
-    return ("weight", "bias")
-
-
-def _lowercase(folder):
-    tokenizer_config = folder / TOKENIZER_CONFIG_FILE
-    if tokenizer_config.is_file():
-        value = _read_json(tokenizer_config).get("do_lower_case")
-        if isinstance(value, bool):
-            return value
-    if (folder / VOCABULARY_FILE).is_file():
-        return weight_map.vocabulary_is_lowercase(folder / VOCABULARY_FILE)
-    return True
 
 
 def _read_safetensors(paths):
@@ -379,22 +244,9 @@ def _read_pytorch(path):
         import torch
     except ImportError:
         raise ConversionError(
-            f"{path} is a PyTorch pickle file; reading it needs torch (pip install "
-            "torch), or convert it to model.safetensors."
+            f"{path} is a PyTorch pickle file; reading it needs torch (pip install torch), or convert it to "
+            "model.safetensors."
         ) from None
     state = torch.load(str(path), map_location="cpu", weights_only=True)
-    return {
-        name: tensor.float().numpy() if tensor.is_floating_point() else tensor.numpy()
-        for name, tensor in state.items()
-    }
-
-
-def _read_json(path):
-    try:
-        return json.loads(pathlib.Path(path).read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ConversionError(f"{path}: malformed JSON ({error}).") from None
-
-
-def _write_json(path, value):
-    pathlib.Path(path).write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+    return {name: tensor.float().numpy() if tensor.is_floating_point() else tensor.numpy()
+            for name, tensor in state.items()}

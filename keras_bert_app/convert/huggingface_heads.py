@@ -1,65 +1,83 @@
-"""Hugging Face BERT task checkpoints: their heads and label names, in and out.
+"""Hugging Face task checkpoints of BERT, ELECTRA and ALBERT: their heads and label names, in and out.
 
-The four task classes hold the encoder under `bert.` (token classification
-and question answering without a pooler) and one linear layer, PyTorch's
-[out, in] against our Dense [in, out]:
+Each task class holds the encoder under its prefix (`bert.`, `electra.`,
+`albert.`; with a pooler only where the head reads it, never for ELECTRA)
+and its head, PyTorch's [out, in] against our Dense [in, out]:
 
-    BertForSequenceClassification  classifier.*  [num_labels, hidden]  -> BertClassifier       logits
-    BertForTokenClassification     classifier.*  [num_labels, hidden]  -> BertTokenClassifier  token_logits
-    BertForQuestionAnswering       qa_outputs.*  [2, hidden]: start, end -> BertQuestionAnswerer span_logits
-    BertForMultipleChoice          classifier.*  [1, hidden]           -> BertMultipleChoice   choice_score
+    ...ForSequenceClassification  classifier  -> BertClassifier  logits (pooling "pooler")
+        ELECTRA's: classifier.dense, classifier.out_proj on the raw [CLS] -> classifier_dense, logits (pooling "cls")
+    ...ForTokenClassification     classifier  -> BertTokenClassifier  token_logits
+    ...ForQuestionAnswering       qa_outputs [2, hidden]: start, end -> BertQuestionAnswerer  span_logits
+    ...ForMultipleChoice          classifier [1, hidden] -> BertMultipleChoice  choice_score (pooling "pooler")
+        ELECTRA's: sequence_summary.summary, classifier -> choice_summary, choice_score (pooling "cls")
 
 Label names come from `config.json`'s `id2label` (transformers writes
 `LABEL_0`, `LABEL_1`, ... when none were given); one label or
 `problem_type: "regression"` is a regressor (`BertClassifier` with one
 output). The model is given, never built here (`convert.task_checkpoint`
-builds it). ELECTRA and ALBERT task classes are not read here: their
-converters keep the encoder.
+builds it).
 """
 
 import collections
 import pathlib
 import warnings
 
-from keras_bert_app.convert import huggingface, weight_map
-from keras_bert_app.convert.weight_map import ConversionError, Mapping
+from keras_bert_app import errors
+from keras_bert_app.convert import huggingface, tables, weight_map
+from keras_bert_app.convert.family import ALBERT, BERT, ELECTRA
+from keras_bert_app.convert.weight_map import ConversionError
 
-# architecture: the HF class; model_class: ours; source, target: the head's HF and Keras layer names; pooler: the
-# HF class has one.
-TaskHead = collections.namedtuple("TaskHead", ["architecture", "model_class", "source", "target", "pooler"])
-TASK_HEADS = {
-    head.architecture: head
-    for head in (
-        TaskHead("BertForSequenceClassification", "BertClassifier", "classifier", "logits", True),
-        TaskHead("BertForTokenClassification", "BertTokenClassifier", "classifier", "token_logits", False),
-        TaskHead("BertForQuestionAnswering", "BertQuestionAnswerer", "qa_outputs", "span_logits", False),
-        TaskHead("BertForMultipleChoice", "BertMultipleChoice", "classifier", "choice_score", True),
-    )
-}
-PREFIX = "bert."
+# architecture: the HF class; model_class: ours; rows: the head's table rows (`tables`); pooler: the HF class
+# has one; pooling: our head's (`models.sentence_head`), None for heads on every position.
+TaskHead = collections.namedtuple("TaskHead", ["architecture", "model_class", "family", "rows", "pooler", "pooling"])
+
+
+def _dense(ours, theirs):
+    return ("dense", ours, None, theirs, None)
+
+
+def _task_heads():
+    for family, stem in ((BERT, "Bert"), (ELECTRA, "Electra"), (ALBERT, "Albert")):
+        electra = family == ELECTRA
+        pooling = "cls" if electra else "pooler"
+        classifier = [_dense("classifier_dense", "classifier.dense"), _dense("logits", "classifier.out_proj")] \
+            if electra else [_dense("logits", "classifier")]
+        choice = [_dense("choice_summary", "sequence_summary.summary")] if electra else []
+        yield TaskHead(f"{stem}ForSequenceClassification", "BertClassifier", family, classifier, not electra, pooling)
+        yield TaskHead(f"{stem}ForTokenClassification", "BertTokenClassifier", family,
+                       [_dense("token_logits", "classifier")], False, None)
+        yield TaskHead(f"{stem}ForQuestionAnswering", "BertQuestionAnswerer", family,
+                       [_dense("span_logits", "qa_outputs")], False, None)
+        yield TaskHead(f"{stem}ForMultipleChoice", "BertMultipleChoice", family,
+                       choice + [_dense("choice_score", "classifier")], not electra, pooling)
+
+
+TASK_HEADS = {head.architecture: head for head in _task_heads()}
 REGRESSION = "regression"  # HF's `problem_type` of a regressor
 DEFAULT_LABEL = "LABEL_{}"  # transformers' name of label i when none is given
+# The config field of the head's dropout, per family (ELECTRA's multiple choice: `summary_last_dropout`).
+DROPOUT_FIELDS = {BERT: "classifier_dropout", ELECTRA: "classifier_dropout", ALBERT: "classifier_dropout_prob"}
 
 
 def task_head(source):
-    """The `TaskHead` of an HF BERT task checkpoint (a folder or its weights file), or None for other folders.
-
-    ELECTRA's and ALBERT's task classes give None with a warning: their converters read the encoder alone.
-    """
+    """The `TaskHead` of an HF task checkpoint (a folder or its weights file), or None for other folders."""
     source = pathlib.Path(source)
     path = (source.parent if source.is_file() else source) / huggingface.CONFIG_FILE
-    if not path.is_file():
-        return None
-    config = huggingface._read_json(path)
+    config = huggingface.read_json(path) if path.is_file() else None
     if not isinstance(config, dict):
         return None
-    architecture = str((config.get("architectures") or [""])[0])
-    if config.get("model_type") == "bert":
-        return TASK_HEADS.get(architecture)
-    if architecture.endswith(tuple(name.removeprefix("Bert") for name in TASK_HEADS)):
-        warnings.warn(f"{path}: a {architecture}; its task head is not converted (BERT's task classes only): "
-                      "the preset holds its encoder.", stacklevel=3)
-    return None
+    head = TASK_HEADS.get(str((config.get("architectures") or [""])[0]))
+    return head if head is not None and head.family == huggingface.checkpoint_family(source) else None
+
+
+def check_task_head(source, model_class, task_name):
+    """Raise `errors.ArgumentError` when the HF checkpoint `source` is a task class of another head than `model_class`
+    (the task `task_name` asked for); an encoder or pretraining checkpoint passes."""
+    head = task_head(source)
+    if head is not None and head.model_class != model_class:
+        expected = [other.architecture for other in TASK_HEADS.values() if other.model_class == model_class]
+        raise errors.ArgumentError("preset", f"{source}: a {head.architecture} (a {head.model_class} head); expected "
+                                   f"one of {expected} or an encoder checkpoint for the {task_name} task.")
 
 
 def read_labels(source):
@@ -71,7 +89,7 @@ def read_labels(source):
     """
     source = pathlib.Path(source)
     path = (source.parent if source.is_file() else source) / huggingface.CONFIG_FILE
-    config = huggingface._read_json(path)
+    config = huggingface.read_json(path)
     id2label = config.get("id2label") or {str(index): DEFAULT_LABEL.format(index)
                                          for index in range(int(config.get("num_labels", 2)))}
     try:
@@ -93,12 +111,6 @@ def read_labels(source):
     return names, names == [DEFAULT_LABEL.format(index) for index in range(len(names))]
 
 
-def head_mappings(head):
-    """`Mapping`s of the task head's linear layer to our Dense layer."""
-    return [Mapping(f"{head.source}.weight", f"{head.target}/kernel", weight_map.TRANSPOSED),
-            Mapping(f"{head.source}.bias", f"{head.target}/bias", weight_map.SAME)]
-
-
 def load_head_weights(model, source, head):
     """Fill the task head of `model` (whose encoder `huggingface.load_weights` fills) from the checkpoint.
 
@@ -107,33 +119,38 @@ def load_head_weights(model, source, head):
             the model, or top-level tensors of another head.
     """
     tensors, source_name = huggingface.read_tensors(source)
-    mappings = head_mappings(head)
-    names = [name for name in tensors if not name.startswith((PREFIX, "cls."))]
+    mappings = tables.mappings(head.rows, "huggingface")
+    names = [name for name in tensors if not name.startswith((huggingface.FAMILIES[head.family].prefix, "cls."))]
     weight_map.check_unused(names, {mapping.source for mapping in mappings}, source_name)
     weight_map.load_mapped(model, mappings, tensors.get, source_name)
 
 
-def save(model, folder, vocabulary_path, lowercase, label_names=None):
-    """Write one of our task models as the matching HF task class, with `id2label`/`label2id` and `num_labels`.
+def save(model, folder, tokenizer_path, lowercase, label_names=None, family=BERT, strip_accents=True):
+    """Write one of our task models as the family's HF task class, with `id2label`/`label2id` and `num_labels`.
 
-    A regressor (`num_classes` 1) gets `problem_type: "regression"`; token
-    classification and question answering get no pooler (transformers'
-    classes have none).
+    A regressor (`num_classes` 1) gets `problem_type: "regression"`. Raises
+    ConversionError for a model the family has no class for (an ELECTRA
+    classifier on the pooler, a BERT one on the raw [CLS]).
     """
-    head = next((head for head in TASK_HEADS.values() if head.model_class == type(model).__name__), None)
-    if head is None:
-        raise ConversionError(f"{type(model).__name__} has no Hugging Face task class; expected one of "
-                              f"{sorted(head.model_class for head in TASK_HEADS.values())}.")
+    name = type(model).__name__
+    heads = [head for head in TASK_HEADS.values() if head.model_class == name and head.family == family]
+    if not heads:
+        raise ConversionError(f"{name} has no Hugging Face task class; expected one of "
+                              f"{sorted({head.model_class for head in TASK_HEADS.values()})}.")
+    head = heads[0]
+    if head.pooling is not None and model.pooling != head.pooling:
+        raise ConversionError(f"a {family} {name} with pooling {model.pooling!r} has no Hugging Face task class; "
+                              f"expected pooling {head.pooling!r} ({head.architecture}).")
     encoder = model.encoder
-    weight_map.check_vocabulary(vocabulary_path, encoder.vocabulary_size)
-    mappings = huggingface.encoder_mappings(encoder.num_layers, PREFIX)
-    if not head.pooler:
-        mappings = huggingface.without_pooler(mappings, {"pooler"})
-    tensors = weight_map.export_mapped(model, mappings + head_mappings(head))
-    config = {**huggingface.hf_config(encoder, head.architecture), **_label_config(model, label_names)}
+    prefix = huggingface.FAMILIES[family].prefix
+    skip = huggingface.no_projection(encoder) | (set() if head.pooler else {"pooler"})
+    mappings = huggingface.encoder_mappings(encoder.num_groups or encoder.num_layers, prefix, family=family, skip=skip)
+    tensors = weight_map.export_mapped(model, mappings + tables.mappings(head.rows, "huggingface"))
+    config = {**huggingface.hf_config(encoder, head.architecture, family), **_label_config(model, label_names)}
     if hasattr(model, "dropout"):
-        config["classifier_dropout"] = model.dropout
-    return huggingface.write_folder(folder, tensors, config, vocabulary_path, lowercase)
+        multiple_choice = family == ELECTRA and name == "BertMultipleChoice"
+        config["summary_last_dropout" if multiple_choice else DROPOUT_FIELDS[family]] = model.dropout
+    return huggingface.write_folder(folder, tensors, config, tokenizer_path, lowercase, family, strip_accents)
 
 
 def _label_config(model, label_names):
@@ -150,4 +167,3 @@ def _label_config(model, label_names):
         raise ConversionError(f"{len(label_names)} label names for {num_classes} classes; expected one a class.")
     label2id = {name: index for index, name in enumerate(label_names)}
     return {"id2label": dict(enumerate(label_names)), "label2id": label2id, **problem_type}
-

@@ -5,7 +5,6 @@ import importlib.metadata
 import os
 import pathlib
 import shutil
-import warnings
 
 from keras_bert_app import errors, presets
 from keras_bert_app.convert import detect
@@ -24,7 +23,7 @@ def preset_folder(preset, log=None, task=False):
     - Anything else (a built-in name, one of our folders) as it is.
 
     With `task=True` (`predict`, `evaluate`) a foreign checkpoint must be a
-    BERT task class: any other is refused before converting (`ArgumentError`).
+    task class: any other is refused before converting (`ArgumentError`).
 
     Returns:
         str or pathlib.Path.
@@ -40,16 +39,12 @@ def preset_folder(preset, log=None, task=False):
     source_format = detect.detect_format(folder)
     if source_format is None:
         return preset
-    if task:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # ELECTRA's and ALBERT's task classes: said below
-            head = huggingface_heads.task_head(folder) if source_format == "huggingface" else None
-        if head is None:
-            raise errors.ArgumentError(
-                "preset", f"{folder}: a {source_format} checkpoint without a BERT task head that we read "
-                "(BertForSequenceClassification, BertForTokenClassification, BertForQuestionAnswering, "
-                f"BertForMultipleChoice): fine-tune it first (`finetune ... --preset {folder}`) and pass the run folder."
-            )
+    if task and (source_format != "huggingface" or huggingface_heads.task_head(folder) is None):
+        raise errors.ArgumentError(
+            "preset", f"{folder}: a {source_format} checkpoint without a BERT, ELECTRA or ALBERT task head that we "
+            "read (...ForSequenceClassification, ...ForTokenClassification, ...ForQuestionAnswering, "
+            f"...ForMultipleChoice): fine-tune it first (`finetune ... --preset {folder}`) and pass the run folder."
+        )
     try:
         version = importlib.metadata.version("keras-bert-app")
     except importlib.metadata.PackageNotFoundError:

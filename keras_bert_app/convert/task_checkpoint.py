@@ -1,16 +1,17 @@
-"""Hugging Face BERT task checkpoints to our fine-tuned task presets, and those presets back out.
+"""Hugging Face task checkpoints (BERT, ELECTRA, ALBERT) to our fine-tuned task presets, and those presets back out.
 
-In:  `BertForSequenceClassification`, `BertForTokenClassification`,
-     `BertForQuestionAnswering` or `BertForMultipleChoice` -> the preset a
+In:  `...ForSequenceClassification`, `...ForTokenClassification`,
+     `...ForQuestionAnswering` or `...ForMultipleChoice` -> the preset a
      `finetune` run writes (`classify`, `ner`, `squad`, `swag`): the encoder,
      `task.weights.h5` and the `config.json` "task" entry with the label names
-     and the "data" `predict` reads its input with. What a checkpoint cannot
-     tell takes the command line's defaults (`DATA_OPTIONS`): CSV/TSV/JSONL
-     columns `text` (and `label` for `evaluate`), single texts; SQuAD v1.1
-     (always an answer); 4 choices; the task's default sequence length cut to
-     the checkpoint's positions.
+     and the "data" `predict` reads its input with (ELECTRA's heads read the
+     raw [CLS]: pooling "cls"). What a checkpoint cannot tell takes the
+     command line's defaults (`DATA_OPTIONS`): CSV/TSV/JSONL columns `text`
+     (and `label` for `evaluate`), single texts; SQuAD v1.1 (always an
+     answer); 4 choices; the task's default sequence length cut to the
+     checkpoint's positions.
 Out: a fine-tuned classifier, tagger, question answerer or multiple-choice
-     preset -> the matching HF task class (`huggingface_heads.save`).
+     preset -> the family's HF task class (`huggingface_heads.save`).
 
 A stage beside `checkpoint.convert_checkpoint` (layer 3): it builds our models.
 """
@@ -18,7 +19,7 @@ A stage beside `checkpoint.convert_checkpoint` (layer 3): it builds our models.
 import warnings
 
 from keras_bert_app import presets
-from keras_bert_app.convert import huggingface, huggingface_heads
+from keras_bert_app.convert import family, huggingface, huggingface_heads
 from keras_bert_app.convert.weight_map import ConversionError
 
 # Our task (registry name) of each model class, and the options a checkpoint cannot tell.
@@ -57,7 +58,8 @@ def import_task(source, output, config, head):
     task.label_names = label_names
     task.sequence_length = min(task.DEFAULTS["sequence_length"], config["encoder"]["max_sequence_length"])
     encoder = BertEncoder(**config["encoder"])
-    model = task.model_class()(encoder, **task.model_arguments())
+    pooling = {} if head.pooling is None else {"pooling": head.pooling}
+    model = task.model_class()(encoder, **task.model_arguments(), **pooling)
     huggingface.load_weights(encoder, source)
     huggingface_heads.load_head_weights(model, source, head)
     model.save_to_preset(output, label_names=label_names)
@@ -71,10 +73,14 @@ def import_task(source, output, config, head):
 
 
 def export_task(preset, resolved, output):
-    """Write a fine-tuned task preset (its "task" entry names the model class) as the HF task class."""
+    """Write a fine-tuned task preset (its "task" entry names the model class) as the family's HF task class."""
     from keras_bert_app.tasks.registry import task_from_entry
 
     entry = resolved.config["task"]
     model = task_from_entry(entry).model_class().from_preset(preset)
-    lowercase = resolved.config.get("tokenizer", {}).get("lowercase", True)
-    return huggingface_heads.save(model, output, resolved.vocabulary_path, lowercase, entry.get("label_names"))
+    kind = family.family(resolved.config)
+    tokenizer = resolved.config.get("tokenizer", {})
+    path = resolved.sentencepiece_model_path if kind == family.ALBERT else resolved.vocabulary_path
+    return huggingface_heads.save(model, output, path, tokenizer.get("lowercase", True), entry.get("label_names"),
+                                  kind, tokenizer.get("strip_accents", True))
+

@@ -2,23 +2,27 @@
 
 import keras
 
-from keras_bert_app.layers.dropout import Dropout
-from keras_bert_app.models.bert_task import BertTask, head_initializer
+from keras_bert_app.models import sentence_head
+from keras_bert_app.models.bert_task import head_initializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class BertClassifier(BertTask):
-    """BERT with a dropout + dense head on the pooled [CLS] output (GLUE).
+class BertClassifier(sentence_head.SentenceTask):
+    """BERT with a dropout + dense head on [CLS] (GLUE), pooled as the encoder's family fine-tunes.
 
     Section 4.1 of Devlin et al. 2018: the only new parameters are a
-    classification layer `W` [H, num_classes]; every encoder weight is
-    fine-tuned. `num_classes=1` makes a regressor (STS-B) trained with mean
-    squared error. The model returns logits (no softmax).
+    classification layer `W` [H, num_classes] on the pooled output; every
+    encoder weight is fine-tuned. An ELECTRA encoder reads the raw [CLS]
+    through dense(H), GELU and dropout instead (`models.sentence_head`).
+    `num_classes=1` makes a regressor (STS-B) trained with mean squared
+    error. The model returns logits (no softmax).
 
     Args:
         encoder: `keras_bert_app.BertEncoder`.
         num_classes: int. Number of classes; 1 for regression.
         dropout: float. Dropout on the pooled output before the dense layer.
+        pooling: "pooler" (BERT, ALBERT), "cls" (ELECTRA) or None:
+            "pooler", and for `from_preset` the preset's family.
 
     Inputs: the encoder's dict of int tensors [batch, seq].
     Output: float logits [batch, num_classes].
@@ -35,28 +39,24 @@ class BertClassifier(BertTask):
     ```
     """
 
-    def __init__(self, encoder, num_classes, dropout=0.1, dtype=None, **kwargs):
+    def __init__(self, encoder, num_classes, dropout=0.1, pooling=None, dtype=None, **kwargs):
         if int(num_classes) < 1:
             raise ValueError(f"BertClassifier: num_classes must be >= 1; got {num_classes}.")
-        # === Layers ===
-        head_dropout = Dropout(dropout, dtype=dtype, name="classifier_dropout")
-        logits_dense = keras.layers.Dense(
-            num_classes,
-            kernel_initializer=head_initializer(encoder),
-            dtype=dtype,
-            name="logits",
-        )
+        pooling = sentence_head.check_pooling("BertClassifier", pooling)
 
         # === Functional Model ===
         inputs = encoder.input
-        pooled_output = encoder(inputs)["pooled_output"]  # (batch, hidden)
-        logits = logits_dense(head_dropout(pooled_output))  # (batch, num_classes)
+        logits = sentence_head.sentence_logits(  # (batch, num_classes)
+            encoder(inputs), num_classes, pooling, dropout, head_initializer(encoder), dtype,
+            names=("classifier_dropout", "classifier_dense", "logits"),
+        )
         super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
 
         # === Config ===
         self.encoder = encoder
         self.num_classes = int(num_classes)
         self.dropout = dropout
+        self.pooling = pooling
 
     def compile_defaults(self):
         """Sparse categorical cross-entropy on logits and accuracy; mean squared error and MAE when `num_classes=1`.
@@ -72,4 +72,4 @@ class BertClassifier(BertTask):
         }
 
     def head_config(self):
-        return {"num_classes": self.num_classes, "dropout": self.dropout}
+        return {"num_classes": self.num_classes, "dropout": self.dropout, "pooling": self.pooling}

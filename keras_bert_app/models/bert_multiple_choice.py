@@ -3,24 +3,28 @@
 import keras
 from keras import ops
 
-from keras_bert_app.layers.dropout import Dropout
+from keras_bert_app.models import sentence_head
 from keras_bert_app.models.bert_encoder import INPUT_NAMES
-from keras_bert_app.models.bert_task import BertTask, head_initializer
+from keras_bert_app.models.bert_task import head_initializer
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")
-class BertMultipleChoice(BertTask):
+class BertMultipleChoice(sentence_head.SentenceTask):
     """BERT scoring `num_choices` (context, ending) pairs, as for SWAG.
 
     Section 4.4 of Devlin et al. 2018: each choice is packed as
     `[CLS] context [SEP] ending [SEP]`; the only new parameter is a vector
     whose dot product with the pooled [CLS] output scores the choice; a
-    softmax over the choices (in the loss, from logits) picks one.
+    softmax over the choices (in the loss, from logits) picks one. An
+    ELECTRA encoder scores the raw [CLS] through dense(H), GELU and dropout
+    instead, as HF's `ElectraForMultipleChoice` (`models.sentence_head`).
 
     Args:
         encoder: `keras_bert_app.BertEncoder`.
         num_choices: int. Choices per example (4 for SWAG).
         dropout: float. Dropout on the pooled output.
+        pooling: "pooler" (BERT, ALBERT), "cls" (ELECTRA) or None:
+            "pooler", and for `from_preset` the preset's family.
 
     Inputs: the encoder's keys, int tensors [batch, num_choices, seq].
     Output: float logits [batch, num_choices].
@@ -34,18 +38,11 @@ class BertMultipleChoice(BertTask):
     ```
     """
 
-    def __init__(self, encoder, num_choices, dropout=0.1, dtype=None, **kwargs):
+    def __init__(self, encoder, num_choices, dropout=0.1, pooling=None, dtype=None, **kwargs):
         if int(num_choices) < 2:
             raise ValueError(f"BertMultipleChoice: num_choices must be >= 2; got {num_choices}.")
-        # === Layers ===
+        pooling = sentence_head.check_pooling("BertMultipleChoice", pooling)
         flatten = _FlattenChoices(dtype=dtype, name="flatten_choices")
-        head_dropout = Dropout(dropout, dtype=dtype, name="choice_dropout")
-        score_dense = keras.layers.Dense(
-            1,
-            kernel_initializer=head_initializer(encoder),
-            dtype=dtype,
-            name="choice_score",
-        )
         to_choices = _SplitChoices(num_choices, dtype=dtype, name="choice_logits")
 
         # === Functional Model ===
@@ -54,8 +51,10 @@ class BertMultipleChoice(BertTask):
             for name in INPUT_NAMES
         }
         flat_inputs = {name: flatten(inputs[name]) for name in INPUT_NAMES}  # (batch * choices, seq)
-        pooled_output = encoder(flat_inputs)["pooled_output"]  # (batch * choices, hidden)
-        scores = score_dense(head_dropout(pooled_output))  # (batch * choices, 1)
+        scores = sentence_head.sentence_logits(  # (batch * choices, 1)
+            encoder(flat_inputs), 1, pooling, dropout, head_initializer(encoder), dtype,
+            names=("choice_dropout", "choice_summary", "choice_score"), first_dropout=False,
+        )
         logits = to_choices(scores)  # (batch, choices)
         super().__init__(inputs=inputs, outputs=logits, dtype=dtype, **kwargs)
 
@@ -63,6 +62,7 @@ class BertMultipleChoice(BertTask):
         self.encoder = encoder
         self.num_choices = int(num_choices)
         self.dropout = dropout
+        self.pooling = pooling
 
     def compile_defaults(self):
         """Cross-entropy over the choices (from logits) and accuracy; `BertTask.compile` adds the optimizer."""
@@ -72,7 +72,7 @@ class BertMultipleChoice(BertTask):
         }
 
     def head_config(self):
-        return {"num_choices": self.num_choices, "dropout": self.dropout}
+        return {"num_choices": self.num_choices, "dropout": self.dropout, "pooling": self.pooling}
 
 
 @keras.saving.register_keras_serializable(package="keras_bert_app")

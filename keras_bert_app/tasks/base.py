@@ -154,6 +154,7 @@ class Task:
         self.bucketing = True
         self.group_by_length = True  # training batches of similar lengths (`finetune(group_by_length=False)`: random)
         self.exact_lengths = False  # batches cut to their longest example (`finetune`: `xla.pads_to_exact_length`)
+        self.family = None  # the preset's ("bert", "electra", "albert"), set by `build_model`
 
     # === Options and the preset's "task" entry ===
     @classmethod
@@ -300,17 +301,28 @@ class Task:
         return 2
 
     def build_model(self, preset):
-        """The task model on the preset's encoder, or the preset's own fine-tuned task."""
+        """The task model on the preset's encoder, or the preset's own fine-tuned task (its family kept for
+        `save_preset`); an HF task checkpoint of another task's head is refused."""
+        from keras_bert_app.convert import family, huggingface_heads, resolve
+
+        resolved = resolve.resolve_preset(preset)
+        self.family = family.family(resolved.config)
+        if resolved.source_format == "huggingface":  # an HF task checkpoint: of this task's head
+            huggingface_heads.check_task_head(resolved.folder, self.MODEL_CLASS_NAME, self.NAME)
         return self.model_class().from_preset(preset, **self.model_arguments())
 
     def save_preset(self, model, folder):
-        """Tokenizer + model preset, with the spec and the labels in the "task" entry."""
+        """Tokenizer + model preset, with the spec and the labels in the "task" entry (and the family of an
+        ELECTRA or ALBERT encoder in "architecture": the heads and formats it is read with)."""
         from keras_bert_app import presets
+        from keras_bert_app.convert import family
 
         self.tokenizer.save_to_preset(folder)
         folder = model.save_to_preset(folder, label_names=self.label_names)
         task = presets.read_config(folder)["task"]
         presets.write_config_entry(folder, "task", {**task, "data": self.spec()})
+        if self.family not in (None, family.BERT):
+            presets.write_config_entry(folder, "architecture", self.family)
         return folder
 
     # === Predictions and scores ===

@@ -2,7 +2,7 @@
 
 from keras_bert_app import errors
 from keras_bert_app.tasks.base import Option
-from keras_bert_app.tasks.text_classification import TextClassification
+from keras_bert_app.tasks.text_classification import POOLING, TextClassification
 
 
 class GlueClassification(TextClassification):
@@ -24,6 +24,7 @@ class GlueClassification(TextClassification):
     OPTIONS = (
         Option("glue_task", "text", "CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE or WNLI", required=True, flag="--task"),
         Option("data_dir", "folder", "the task's folder with train.tsv and dev*.tsv", required=True, stored=False),
+        POOLING,
     )
 
     def __init__(self, **options):

@@ -1,13 +1,15 @@
 """Multiple choice: SWAG (Zellers et al. 2018), the paper's section 4.4."""
 
 from keras_bert_app.tasks.base import Option, Split, Task
+from keras_bert_app.tasks.text_classification import POOLING
 
 
 class MultipleChoice(Task):
     """Pick the right continuation of a sentence with `BertMultipleChoice`.
 
     Each (context, ending) pair is packed as `[CLS] sent1 [SEP] sent2 ending
-    [SEP]`; one score per pair from the `[CLS]` vector, softmax over the
+    [SEP]`; one score per pair from the `[CLS]` vector (pooled as the
+    preset's family fine-tunes unless `pooling` says), softmax over the
     choices. Metric: accuracy. Not exported for serving.
 
     Example:
@@ -26,6 +28,7 @@ class MultipleChoice(Task):
         Option("train", "file", "training file", required=True, stored=False),
         Option("dev", "file", "dev file (evaluated after training)", required=True, stored=False),
         Option("num_choices", "int", "endings per row", default=4, minimum=2),
+        POOLING,
     )
 
     def read(self, path, labeled=True):
@@ -50,7 +53,8 @@ class MultipleChoice(Task):
         return BertMultipleChoice
 
     def model_arguments(self):
-        return {"num_choices": self.options["num_choices"]}
+        pooling = {"pooling": self.options["pooling"]} if self.options["pooling"] else {}
+        return {"num_choices": self.options["num_choices"], **pooling}
 
     def decode(self, split, logits):
         return logits.argmax(-1).tolist()

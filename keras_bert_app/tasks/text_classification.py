@@ -2,12 +2,17 @@
 
 from keras_bert_app.tasks.base import Option, Split, Task
 
+# The head on [CLS] (`models.sentence_head`): a model's config records it, so it is not part of the task's data.
+POOLING = Option("pooling", "text", "the head on [CLS]: 'pooler' (tanh(dense), BERT's and ALBERT's) or 'cls' (the raw "
+                 "[CLS], ELECTRA's); default: the preset's family", choices=("pooler", "cls"), stored=False)
+
 
 class TextClassification(Task):
     """Sentence (or sentence-pair) classification, or regression, with `BertClassifier`.
 
     The `[CLS]` vector goes through a dense softmax layer (section 4.1 of the
-    paper); with `regression=True` one linear output trained with MSE (STS-B).
+    paper; pooled as the preset's family fine-tunes unless `pooling` says);
+    with `regression=True` one linear output trained with MSE (STS-B).
     Class names come from `labels` or, sorted, from the training file.
 
     Example:
@@ -33,6 +38,7 @@ class TextClassification(Task):
         Option("label_column", "text", "column of the label", required=True),
         Option("labels", "names", "comma-separated class names in id order (default: sorted train labels)", stored=False),
         Option("regression", "bool", "labels are numbers: regress with MSE", default=False),
+        POOLING,
     )
 
     def __init__(self, **options):
@@ -82,7 +88,8 @@ class TextClassification(Task):
         return BertClassifier
 
     def model_arguments(self):
-        return {"num_classes": 1 if self.label_names is None else len(self.label_names)}
+        return {"num_classes": 1 if self.label_names is None else len(self.label_names),
+                **({"pooling": self.options["pooling"]} if self.options["pooling"] else {})}
 
     def num_segments(self):
         return 2 if self.options["text_pair_column"] else 1

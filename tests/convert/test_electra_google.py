@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from keras_bert_app import cli
-from keras_bert_app.convert import detect, google_electra
+from keras_bert_app.convert import detect, google
 from keras_bert_app.convert.weight_map import ConversionError
 from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.models.bert_pretrainer import BertPretrainer
@@ -115,4 +115,4 @@ def test_generator_width_that_disagrees_is_one_error(pair, tmp_path, capsys):
     assert error.count("\n") == 0
     assert "electra_tiny" in error and "'generator/embeddings_project/kernel': 8" in error and ": 16)" in error
     with pytest.raises(ConversionError, match="embedding width"):
-        google_electra.read_config(folder)
+        google.read_config(folder)

@@ -182,7 +182,7 @@ def test_predict_evaluate_and_export_take_the_checkpoint_folder_or_a_run_folder_
     assert _main("predict", "--preset", tmp_path / "encoder", "--input", tmp_path / "input.csv",
                  "--output", tmp_path / "none.jsonl") == 2
     error = capsys.readouterr().err.strip()
-    assert error.count("\n") == 0 and "without a BERT task head that we read" in error, error
+    assert error.count("\n") == 0 and "without a BERT, ELECTRA or ALBERT task head that we read" in error, error
     assert "fine-tune it first" in error
     assert len(list((tmp_path / "cache" / "converted").iterdir())) == 1  # the classifier's alone
 
@@ -245,17 +245,3 @@ def test_fine_tuned_classifier_goes_out_as_transformers_sequence_classifier(tmp_
     _assert_close(_ours(BertClassifier.from_preset(tmp_path / "run" / "preset"), batch),
                   _transformers(back.eval(), batch), batch)
 
-
-def test_electra_task_checkpoint_keeps_its_encoder_with_a_warning(tmp_path):
-    """ELECTRA's task heads (a two-layer classifier) are not ours: its encoder is converted, as before, and the
-    dropped head is named."""
-    transformers = pytest.importorskip("transformers")
-    config = transformers.ElectraConfig(vocab_size=100, embedding_size=32, hidden_size=48, num_hidden_layers=1,
-                                        num_attention_heads=3, intermediate_size=100, max_position_embeddings=40)
-    transformers.ElectraForSequenceClassification(config).save_pretrained(str(tmp_path / "hf"))
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
-    tokens += [f"token{index}" for index in range(100 - len(tokens))]
-    (tmp_path / "hf" / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
-    with pytest.warns(UserWarning, match="ElectraForSequenceClassification; its task head is not converted"):
-        assert _main("convert", "--from", "huggingface", tmp_path / "hf", "--output", tmp_path / "preset") == 0
-    assert "task" not in json.loads((tmp_path / "preset" / "config.json").read_text())

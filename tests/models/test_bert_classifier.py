@@ -133,6 +133,54 @@ def test_save_to_preset_and_from_preset(tmp_path):
     )
 
 
-def test_bad_num_classes():
+def test_bad_num_classes_and_pooling():
     with pytest.raises(ValueError, match="num_classes"):
         BertClassifier(tiny_encoder(), num_classes=0)
+    with pytest.raises(ValueError, match=r"pooling must be one of \['pooler', 'cls'\]; got 'mean'"):
+        BertClassifier(tiny_encoder(), num_classes=2, pooling="mean")
+
+
+def _gelu(x):
+    from scipy.special import erf
+
+    return 0.5 * x * (1 + erf(x / np.sqrt(2)))
+
+
+def test_cls_pooling_is_electras_classification_head():
+    """HF's `ElectraClassificationHead`: the raw last-layer [CLS], dense(H), exact GELU, dense(num_classes); no pooler."""
+    encoder = tiny_encoder()
+    model = BertClassifier(encoder, num_classes=3, dropout=0.0, pooling="cls")
+    x = batch()
+    cls = keras.ops.convert_to_numpy(encoder(x)["sequence_output"])[:, 0]
+    hidden_kernel, hidden_bias = (keras.ops.convert_to_numpy(w) for w in model.get_layer("classifier_dense").weights)
+    kernel, bias = (keras.ops.convert_to_numpy(w) for w in model.get_layer("logits").weights)
+    expected = _gelu(cls @ hidden_kernel + hidden_bias) @ kernel + bias
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(model(x)), expected, atol=1e-5)
+    assert BertClassifier.from_config(model.get_config()).pooling == "cls"
+
+
+def _family_preset(folder, architecture=None):
+    from keras_bert_app import presets
+
+    tiny_encoder().save_to_preset(folder)
+    if architecture:
+        presets.write_config_entry(folder, "architecture", architecture)
+    return folder
+
+
+def test_from_preset_pools_as_the_family_fine_tunes_unless_told(tmp_path):
+    """ELECTRA presets get the raw-[CLS] head, BERT's and ALBERT's the pooler; `pooling` overrides; a fine-tuned
+    preset keeps the head it was trained with."""
+    electra = _family_preset(tmp_path / "electra", "electra")
+    assert BertClassifier.from_preset(electra, num_classes=2).pooling == "cls"
+    assert BertClassifier.from_preset(electra, num_classes=2, pooling="pooler").pooling == "pooler"
+    assert BertClassifier.from_preset(_family_preset(tmp_path / "albert", "albert"), num_classes=2).pooling == "pooler"
+    bert = _family_preset(tmp_path / "bert")
+    assert BertClassifier.from_preset(bert, num_classes=2).pooling == "pooler"
+    model = BertClassifier.from_preset(bert, num_classes=2, pooling="cls")
+    x = batch()
+    expected = keras.ops.convert_to_numpy(model.predict(x, verbose=0))
+    folder = model.save_to_preset(tmp_path / "run")
+    restored = BertClassifier.from_preset(folder)
+    assert restored.pooling == "cls"
+    np.testing.assert_allclose(restored.predict(x, verbose=0), expected, atol=1e-5)

@@ -39,6 +39,24 @@ def test_one_score_per_choice_from_each_pooled_output():
         np.testing.assert_allclose(logits[:, choice], (pooled @ kernel + bias)[:, 0], atol=1e-5)
 
 
+def test_cls_pooling_scores_as_electra_for_multiple_choice():
+    """HF's `ElectraForMultipleChoice`: summary dense(H) with exact GELU on the raw [CLS], then dense(1)."""
+    from scipy.special import erf
+
+    encoder = tiny_encoder()
+    model = BertMultipleChoice(encoder, num_choices=4, dropout=0.0, pooling="cls")
+    x = choice_batch()
+    logits = keras.ops.convert_to_numpy(model(x))
+    hidden_kernel, hidden_bias = (keras.ops.convert_to_numpy(w) for w in model.get_layer("choice_summary").weights)
+    kernel, bias = (keras.ops.convert_to_numpy(w) for w in model.get_layer("choice_score").weights)
+    for choice in range(4):
+        single = {name: value[:, choice] for name, value in x.items()}
+        hidden = keras.ops.convert_to_numpy(encoder(single)["sequence_output"])[:, 0] @ hidden_kernel + hidden_bias
+        hidden = 0.5 * hidden * (1 + erf(hidden / np.sqrt(2)))
+        np.testing.assert_allclose(logits[:, choice], (hidden @ kernel + bias)[:, 0], atol=1e-5)
+    assert BertMultipleChoice.from_config(model.get_config()).pooling == "cls"
+
+
 def test_fit_and_save_load(tmp_path):
     model = BertMultipleChoice(tiny_encoder(), num_choices=4, dropout=0.0)
     x = choice_batch(batch_size=6)

@@ -54,7 +54,8 @@ def test_every_task_implements_the_interface(name):
     assert set(task_class.DEFAULTS) == {"epochs", "batch_size", "learning_rate", "sequence_length"}
     for option in task_class.OPTIONS:
         assert isinstance(option, Option) and option.kind in OPTION_KINDS and option.help
-        assert option.name in inspect.getsource(task_class) or option in Task.OPTIONS
+        used = [base for base in task_class.__mro__ if issubclass(base, Task) and option.name in inspect.getsource(base)]
+        assert used or option in Task.OPTIONS, f"{name} does not use its option {option.name}"
     task = task_class()  # options are only required to fine-tune
     assert task.model_class().__name__ == task_class.MODEL_CLASS_NAME
     assert task.serving_task is not None
