@@ -9,7 +9,7 @@ electra` and `kba.finetune` from an ELECTRA preset use them by default;
 an explicit argument overrides each.
 """
 
-from keras_bert_app.models.electra_generator import CONFIG_ENTRY
+from keras_bert_app.convert.family import ELECTRA, family
 
 # configure_pretraining.py
 PRETRAINING_LEARNING_RATE = 5e-4
@@ -29,9 +29,8 @@ def pretraining_warmup_steps(steps):
 
 
 def is_electra_config(config):
-    """Whether a preset config (ours, any source) is an ELECTRA model: a converted or built-in ELECTRA
-    (`architecture` "electra") or the result of ELECTRA pretraining (its `electra_pretrainer` entry)."""
-    return config.get("architecture") == "electra" or CONFIG_ENTRY in config
+    """Whether a preset config (ours, any source) is an ELECTRA model (`convert.family`)."""
+    return family(config) == ELECTRA
 
 
 def finetuning_recipe_line(learning_rate, layerwise_lr_decay):

@@ -56,7 +56,7 @@ class Objective:
             the first is the default pairing of a corpus.
         corruption: `(mask, random)` shares of the masked positions'
             tokens where the data is masked after batching
-            (`pretraining_inputs.masked_after_batching`): BERT's 0.8/0.1.
+            (`masked_after_batching`): BERT's 0.8/0.1.
     """
 
     name: str
@@ -129,6 +129,18 @@ def check_pairing(settings, pairing, records=None, source=None):
         "pairing",
         f"pairing {pairing!r} does not fit objective {settings.objective!r}, which learns from pairing {wanted}.",
     )
+
+
+def masked_after_batching(settings):
+    """Whether the run's batches are masked after batching (`data.batch_masking`), with the objective's `corruption`.
+
+    A corpus with token masking (no segmenter) and a pairing packed once
+    (`data.dynamic_pretraining.PACKED_ONCE`: ELECTRA's segments, RoBERTa's full sentences).
+    """
+    from keras_bert_app.data.dynamic_pretraining import PACKED_ONCE
+
+    return (settings.corpus is not None and settings.masking == "token" and settings.segmenter is None
+            and settings.pairing in PACKED_ONCE)
 
 
 # === Shared ===
@@ -293,8 +305,6 @@ def _mask_token_id(resolved):
 
 def _electra_batches(dataset, settings, resolved):
     from keras_bert_app.data.electra_masking import electra_masking
-    from keras_bert_app.training.pretraining_inputs import masked_after_batching
-
     if masked_after_batching(settings):  # masked ELECTRA's way already (`corruption`)
         return dataset
 

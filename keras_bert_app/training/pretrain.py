@@ -279,7 +279,7 @@ def _run(settings, resolved, distribution):
 
 def _electra_recipe_line(settings):
     from keras_bert_app.models import electra_recipe
-    from keras_bert_app.training.pretraining_inputs import masked_after_batching
+    from keras_bert_app.training.objectives import masked_after_batching
 
     if masked_after_batching(settings):
         masks = "packed once, masked anew at every step"

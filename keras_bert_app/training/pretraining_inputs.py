@@ -286,18 +286,6 @@ def pretraining_batches(settings, resolved, repeat=True):
     return get_objective(settings.objective).prepare_batches(dataset, settings, resolved)
 
 
-def masked_after_batching(settings):
-    """Whether the run's batches are masked after batching (`data.batch_masking`), with the objective's `corruption`.
-
-    A corpus with token masking (no segmenter) and a pairing packed once
-    (`dynamic_pretraining.PACKED_ONCE`: ELECTRA's segments, RoBERTa's full sentences).
-    """
-    from keras_bert_app.data.dynamic_pretraining import PACKED_ONCE
-
-    return (settings.corpus is not None and settings.masking == "token" and settings.segmenter is None
-            and settings.pairing in PACKED_ONCE)
-
-
 def _tokenizer(resolved):
     """The preset's own tokenizer: WordPiece, or ALBERT's SentencePiece (`tokenizer_from_preset`)."""
     from keras_bert_app.preprocessing.preset_tokenizer import tokenizer_from_preset
