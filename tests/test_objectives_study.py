@@ -161,6 +161,7 @@ def test_study_plans_equal_flops_with_each_arms_data_and_reports_intervals(quick
     [
         (["--objectives", "bert,xlnet"], "objectives must be one of"),
         (["--budget-steps", "0"], "budget_steps must be >= 1"),
+        (["--minutes", "3"], "--minutes (equal pretraining time) was replaced by --budget-steps"),
         (["--seeds", "0,x"], "--seeds must be comma-separated integers"),
         (["--quickstart-run", "{missing}"], "not a finished quickstart folder, it lacks quickstart.json"),
     ],

@@ -11,6 +11,9 @@ continues where it stopped.
 """
 
 
+import argparse
+
+
 def add_arguments(parser):
     from keras_bert_app.demo import objectives_study_settings as d  # standard library only
 
@@ -30,6 +33,8 @@ def add_arguments(parser):
     )
     sub.add_argument("--budget-steps", type=int, default=d.DEFAULT_BUDGET_STEPS,
                      help="pretraining FLOPs of each objective: those of this many BERT steps (default: %(default)s)")
+    # Equal time was replaced by equal FLOPs: the old flag parses, and is refused in one line naming the new one.
+    sub.add_argument("--minutes", type=float, default=None, help=argparse.SUPPRESS)
     sub.add_argument("--seeds", default=",".join(map(str, d.DEFAULT_SEEDS)),
                      help="comma-separated fine-tuning seeds (default: %(default)s)")
     sub.add_argument("--objectives", default=",".join(d.ARMS),
@@ -40,6 +45,10 @@ def run(args):
     from keras_bert_app import errors
     from keras_bert_app.demo.objectives_study import study_objectives
 
+    if args.minutes is not None:
+        raise errors.ArgumentError(
+            "minutes", "--minutes (equal pretraining time) was replaced by --budget-steps: every objective now gets "
+            "the pretraining FLOPs of that many BERT steps.")
     try:
         seeds = [int(seed) for seed in _names(args.seeds)]
     except ValueError:
