@@ -336,7 +336,7 @@ def _family_recipe(preset, learning_rate, layerwise_lr_decay, log):
 
     try:
         config = read_config(preset)
-    except Exception:  # noqa: BLE001 - an unreadable preset gets its own error where the model is built
+    except (errors.KerasBertAppError, ValueError, OSError):  # its own error comes where the model is built
         return learning_rate, layerwise_lr_decay
     if not electra_recipe.is_electra_config(config):
         return learning_rate, layerwise_lr_decay
