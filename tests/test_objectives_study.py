@@ -1,4 +1,4 @@
-"""`keras-bert-app study objectives` / `kba.study_objectives`: equal-time plan, one row per arm, parameters, bad input.
+"""`keras-bert-app study objectives` / `kba.study_objectives`: equal-FLOPs plan, each arm's data, one row per arm, bad input.
 
 The fast tests run the study through `cli.main` on a tiny made-up
 quickstart folder, with the real record sets, presets and parameter counts
@@ -24,7 +24,7 @@ TOPICS = {
     "money": "bank rate price market share profit loss trade deal firm",
     "film": "actor movie award star show music band song stage festival",
 }
-# Fake step times of the stand-in pretraining (seconds per step): the plan must follow them.
+# Step times of the stand-in pretraining (seconds per step), for its metrics.
 STEP_TIMES = {"mlm_nsp": 0.5, "mlm": 0.45, "mlm_sop": 0.4, "electra": 0.8}
 
 
@@ -64,13 +64,14 @@ def quickstart_run(tmp_path_factory):
 
 @pytest.fixture
 def stand_ins(monkeypatch):
-    """Stand-ins for the runs: pretraining writes metrics at STEP_TIMES and keeps the initial weights."""
+    """Stand-ins for the runs: pretraining writes metrics and keeps the initial weights."""
     import shutil
 
     calls = []
 
-    def pretrain_arm(objective, preset, records, run_dir, steps, recipe, *, checkpoint_every=None, log=None, **_):
-        calls.append(("pretrain", objective, records, steps))
+    def pretrain_arm(objective, preset, data, run_dir, steps, recipe, *, source="records", pairing=None,
+                     checkpoint_every=None, log=None, **_):
+        calls.append(("pretrain", objective, data, steps, source, pairing))
         run_dir = pathlib.Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         tokens_per_second = recipe.tokens_per_step / STEP_TIMES[objective]
@@ -84,54 +85,71 @@ def stand_ins(monkeypatch):
         pretrain_arm(**{**arguments, "recipe": objectives_study_runs.Recipe(**arguments["recipe"])})
         return {"seconds": 12.5, "peak_rss_mib": 900.0}
 
-    def finetune_accuracy(preset, data, run_dir, seed, recipe, log=print):
-        calls.append(("finetune", str(preset), seed))
+    def finetune_accuracy(preset, task, run_dir, seed, recipe, log=print):
+        calls.append(("finetune", str(preset), seed, task))
         return 0.5 + 0.1 * ("electra" in str(preset)) + 0.01 * seed
 
-    def probe_accuracies(preset, tokenizer_preset, data, sequence_length, log=print):
+    def probe_accuracies(preset, tokenizer_preset, task, sequence_length, log=print):
         calls.append(("probe", str(preset)))
-        return {"cls": 0.4, "mean": 0.45}
+        return {"cls": 0.9 if "pretrain" in str(preset) else 0.5, "mean": 0.45, "dev_size": 400}
 
     for function in (pretrain_arm, pretrain_in_child, finetune_accuracy, probe_accuracies):
         monkeypatch.setattr(objectives_study_runs, function.__name__, function)
     return calls
 
 
-def test_study_plans_equal_time_and_reports_one_row_per_arm(quickstart_run, stand_ins, tmp_path, capsys):
+def test_study_plans_equal_flops_with_each_arms_data_and_reports_intervals(quickstart_run, stand_ins, tmp_path, capsys):
     pytest.importorskip("matplotlib")
+    from scipy import stats
+
+    from keras_bert_app.benchmark.flops import model_flops
+    from keras_bert_app.models.electra_generator import generator_config
+
     output = tmp_path / "study"
     argv = ["study", "objectives", "--output", str(output), "--quickstart-run", str(quickstart_run),
-            "--minutes", "0.5", "--seeds", "0,1", "--calibration-steps", "8"]
+            "--budget-steps", "100", "--seeds", "0,1,2"]
     assert cli.main(argv) == 0
     results = json.loads((output / "results.json").read_text())
-    # Equal time: each arm's measured step time (the first row, the compilation's, is left out) sets its steps.
-    for arm, spec in ARMS.items():
-        assert results["calibration"][arm] == pytest.approx(STEP_TIMES[spec.objective])
-        steps = results[f"pretrain_{arm}"]["steps"]
-        assert steps == objectives_study.equal_time_steps(30, STEP_TIMES[spec.objective]) == round(30 / STEP_TIMES[spec.objective] / 10) * 10
-    assert "Plan: 0.5 min of pretraining each: bert 0.500 s/step -> 60 steps" in capsys.readouterr().out
-    # Each objective read records of its own pairing, made from the same corpus.
-    pretrained = {call[1]: call[2] for call in stand_ins if call[0] == "pretrain" and call[3] != 8}  # 8: timing runs
-    assert pretrained["mlm_nsp"] == str(quickstart_run / "pretraining_data" / "*.tfrecord")
-    for objective, pairing in (("mlm", "full_sentences"), ("mlm_sop", "sop")):
-        summary = json.loads((output / "records" / pairing / "pretraining_data.json").read_text())
-        assert summary["pairing"] == pairing and pretrained[objective] == str(output / "records" / pairing / "*.tfrecord")
+    # Equal FLOPs (the bench's model): ELECTRA's generator makes its steps costlier, so it runs fewer of them.
+    encoder = json.loads((quickstart_run / "model_preset" / "config.json").read_text())["encoder"]
+    bert_step = model_flops(encoder, 4, 32, training=True)
+    electra_step = bert_step + model_flops(generator_config(encoder), 4, 32, training=True)
+    assert results["pretrain_bert"]["steps"] == results["pretrain_roberta"]["steps"] == 100
+    assert results["pretrain_electra"]["steps"] == objectives_study.equal_flops_steps(100 * bert_step, electra_step) < 100
+    assert results["pretrain_electra"]["flops_per_step"] == electra_step
+    assert "Plan at equal pretraining FLOPs" in capsys.readouterr().out
+    # Each arm's own data: static records for BERT and ALBERT, the corpus masked at every step for RoBERTa and ELECTRA.
+    pretrained = {call[1]: call[2:] for call in stand_ins if call[0] == "pretrain"}
+    assert pretrained["mlm_nsp"][0] == str(quickstart_run / "pretraining_data" / "*.tfrecord")
+    assert pretrained["mlm_sop"][0] == str(output / "records" / "sop" / "*.tfrecord")
+    corpus = str(quickstart_run / "data" / "corpus.txt")
+    assert pretrained["mlm"][0::2] == (corpus, "corpus") and pretrained["mlm"][3] == "full_sentences"
+    assert pretrained["electra"][0::2] == (corpus, "corpus") and pretrained["electra"][3] == "segments"
     # Parameters: ALBERT-style shares one layer's weights over both layers (E = H = 128: no factorisation).
     parameters = {arm: results[f"pretrain_{arm}"]["parameters"] for arm in ARMS}
-    assert parameters["roberta"]["encoder"] == parameters["bert"]["encoder"] == results["parameters_random"]["encoder"]
     layer = parameters["bert"]["encoder"] - parameters["albert"]["encoder"]
     assert layer == 4 * (128 * 128 + 128) + 2 * (128 * 256) + 256 + 128 + 2 * 2 * 128  # attention, FFN, 2 LayerNorms
-    assert parameters["electra"]["pretrainer"] > parameters["electra"]["encoder"] == parameters["bert"]["encoder"]
-    assert parameters["bert"]["pretrainer"] > parameters["roberta"]["pretrainer"]  # the NSP head
-    # The report: one row per arm and the random encoder; the reading names the winner and the gap.
+    # The task: word order, from the quickstart's articles; half the sentences shuffled, the same words.
+    task = output / "task"
+    rows = list(csv.DictReader((task / "train.csv").open()))
+    assert {row["label"] for row in rows} == {"original", "shuffled"}
+    assert abs(sum(row["label"] == "shuffled" for row in rows) - len(rows) / 2) <= 1
+    articles = " ".join(row["text"] for row in csv.DictReader((quickstart_run / "data" / "labeled.csv").open()))
+    for row in rows:
+        words = row["text"].split()
+        assert (row["text"] in articles) == (row["label"] == "original") or len(set(words)) < len(words)
+    assert all(call[3] == task for call in stand_ins if call[0] == "finetune")
+    assert 0 <= results["bag_of_words"] <= 1
+    # The report: one row per arm, the random encoder and the bag of words; means with 95% t-intervals.
     report = (output / "report.md").read_text()
-    rows = [line for line in report.splitlines() if line.startswith("| ") and not line.startswith("| encoder")]
-    assert [row.split(" | ")[0] for row in rows] == ["| BERT", "| RoBERTa-style", "| ALBERT-style", "| ELECTRA",
-                                                      "| random init"]
-    assert "| 0.605 ± 0.007 |" in rows[3] and "| 900 MiB |" in rows[0]
-    assert "| 60 | 0.500 s / 0.500 s | 0.5 min | 0.2 min |" in rows[0]  # steps, step times, training, process
-    assert "ELECTRA leads BERT by 10.0 points, beyond the larger seed spread (0.007)" in report
-    assert (output / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table_rows = [line for line in report.splitlines() if line.startswith("| ") and not line.startswith("| encoder")]
+    assert [row.split(" | ")[0] for row in table_rows] == ["| BERT", "| RoBERTa-style", "| ALBERT-style", "| ELECTRA",
+                                                            "| random init", "| bag of words"]
+    half = stats.t.ppf(0.975, 2) * stats.tstd([0.6, 0.61, 0.62]) / 3 ** 0.5
+    assert f"| 0.610 ± {half:.3f} |" in table_rows[3]
+    assert "ELECTRA 0.900 (ahead beyond the intervals)" in report  # the probe stand-in: 0.9 against 0.5
+    assert "ELECTRA leads BERT by 10.0 points fine-tuned (beyond the intervals)" in report
+    assert "Runtime:" in report and (output / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # A rerun continues: nothing is run again.
     done = len(stand_ins)
     assert cli.main(argv) == 0
@@ -142,7 +160,8 @@ def test_study_plans_equal_time_and_reports_one_row_per_arm(quickstart_run, stan
     "options, message",
     [
         (["--objectives", "bert,xlnet"], "objectives must be one of"),
-        (["--minutes", "0"], "minutes must be > 0"),
+        (["--budget-steps", "0"], "budget_steps must be >= 1"),
+        (["--minutes", "3"], "--minutes (equal pretraining time) was replaced by --budget-steps"),
         (["--seeds", "0,x"], "--seeds must be comma-separated integers"),
         (["--quickstart-run", "{missing}"], "not a finished quickstart folder, it lacks quickstart.json"),
     ],
@@ -159,7 +178,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, options, message):
 def test_other_settings_in_the_output_are_refused(quickstart_run, tmp_path):
     output = tmp_path / "study"
     output.mkdir()
-    (output / "results.json").write_text(json.dumps({"settings": {"minutes": 9}}))
+    (output / "results.json").write_text(json.dumps({"settings": {"budget_steps": 9}}))
     with pytest.raises(errors.OutputExistsError, match="other settings"):
         objectives_study.study_objectives(output, quickstart_run=quickstart_run, log=lambda line: None)
 
@@ -189,30 +208,29 @@ def test_tiny_study_end_to_end(quickstart_run, tmp_path):
     pytest.importorskip("matplotlib")
     output = tmp_path / "study"
     argv = ["study", "objectives", "--output", str(output), "--quickstart-run", str(quickstart_run),
-            "--minutes", "0.01", "--seeds", "0", "--calibration-steps", "8"]
+            "--budget-steps", "20", "--seeds", "0,1"]
     assert cli.main(argv) == 0
     results = json.loads((output / "results.json").read_text())
     for arm in ARMS:
         run = results[f"pretrain_{arm}"]
-        assert run["steps"] == objectives_study.equal_time_steps(0.6, results["calibration"][arm])
         assert run["peak_rss_mib"] > 100  # a whole Python process with the backend
-        assert json.loads((output / "pretrain" / arm / "run_config.json").read_text())["objective"] == ARMS[arm].objective
-        assert 0 <= results[f"finetune_{arm}_0"] <= 1 and set(results[f"probe_{arm}"]) == {"cls", "mean"}
-    assert "generator_mlm_accuracy" in results["pretrain_electra"]["final"]
+        run_config = json.loads((output / "pretrain" / arm / "run_config.json").read_text())
+        assert run_config["objective"] == ARMS[arm].objective and run_config["output_bias_init"] == "zeros"
+        assert 0 <= results[f"finetune_{arm}_0"] <= 1 and {"cls", "mean"} <= set(results[f"probe_{arm}"])
+    assert "discriminator_auc" in results["pretrain_electra"]["final"]
     assert results["pretrain_albert"]["parameters"]["encoder"] < results["pretrain_bert"]["parameters"]["encoder"]
-    assert (output / "report.md").read_text().count("\n| ") == 6  # header + 4 arms + random init
+    assert (output / "report.md").read_text().count("\n| ") == 7  # header + 4 arms + random init + bag of words
 
 
-@pytest.mark.parametrize("bias", [None, "zeros"])
-def test_an_arm_passes_its_output_bias_to_pretrain(monkeypatch, tmp_path, bias):
-    """The study's arms start the masked-LM bias at the unigram frequencies; `electra_vs_bert` can ask for zeros."""
+def test_an_arm_reads_its_own_data_with_its_objectives_recipe(monkeypatch, tmp_path):
+    """Corpus arms pass the corpus and pairing; the rate and warmup are the objective's; the output bias zeros."""
     from keras_bert_app.training import pretrain as training_pretrain
 
     seen = {}
     monkeypatch.setattr(training_pretrain, "pretrain", lambda *args, **kwargs: seen.update(kwargs) or tmp_path)
-    extra = {} if bias is None else {"output_bias_init": bias}
-    objectives_study_runs.pretrain_arm(
-        "electra", "preset", "records/*.tfrecord", tmp_path, 8, objectives_study_runs.Recipe(), log=None, **extra
-    )
-    assert seen["output_bias_init"] == (bias or "unigram")
-    assert seen["objective"] == "electra"
+    objectives_study_runs.pretrain_arm("electra", "preset", "corpus.txt", tmp_path, 8, objectives_study_runs.Recipe(),
+                                       source="corpus", pairing="segments", max_predictions=10, log=None)
+    assert (seen["corpus"], seen["pairing"], seen["max_predictions"], seen["objective"]) == ("corpus.txt", "segments", 10, "electra")
+    assert seen["learning_rate"] is None and seen["output_bias_init"] == "zeros" and "data" not in seen
+    objectives_study_runs.pretrain_arm("mlm_nsp", "preset", "r/*.tfrecord", tmp_path, 8, objectives_study_runs.Recipe(), log=None)
+    assert seen["data"] == "r/*.tfrecord"

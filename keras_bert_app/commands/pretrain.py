@@ -12,7 +12,7 @@
 Rerunning the same command after a kill continues from the last checkpoint.
 """
 
-from keras_bert_app.commands.create_pretraining_data import add_masking_arguments, add_pairing_argument
+from keras_bert_app.commands.create_pretraining_data import add_masking_arguments
 from keras_bert_app.commands.options import add_jit_compile_argument, jit_compile_value
 
 
@@ -39,7 +39,8 @@ def add_arguments(parser):
     parser.add_argument("--rtd-weight", type=float, default=None, help="electra: weight of the replaced-token loss (default 50)")
     parser.add_argument("--learning-rate", type=float, default=None, help="peak rate (default 1e-4; electra 5e-4 at a global batch of 128 or more, "
                         "scaled linearly below it: 1.25e-4 at 32)")
-    parser.add_argument("--warmup-steps", type=int, default=None, help="default: 1%% of --steps, at most 10,000")
+    parser.add_argument("--warmup-steps", type=int, default=None,
+                        help="default: 1%% of --steps, at most 10,000 (electra: the reference's 10,000 of 1,000,000)")
     parser.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
     parser.add_argument("--weight-decay", type=float, default=0.01)
     parser.add_argument("--accumulation-steps", type=int, default=1, help="batches per optimizer step")
@@ -52,7 +53,14 @@ def add_arguments(parser):
     parser.add_argument("--max-predictions", type=int, default=None, help="--corpus: default 20; --data: read from the records")
     corpus_options = parser.add_argument_group("masking and pairing of --corpus (--data records hold their own)")
     add_masking_arguments(corpus_options, ", once before the first epoch")
-    add_pairing_argument(corpus_options, None, "the objective's: nsp, sop for mlm_sop, full_sentences for mlm")
+    corpus_options.add_argument(
+        "--pairing", choices=["nsp", "sop", "full_sentences", "segments"], default=None,
+        help="how sequences are made: nsp (BERT's next-sentence pairs), sop (ALBERT's sentence-order pairs), "
+        "full_sentences (RoBERTa: whole sentences packed across documents, no pair label), segments (ELECTRA: "
+        "plain two-segment examples of one document, no pair label); full_sentences and segments are packed once "
+        "and masked anew at every step. Default: the objective's: nsp, sop for mlm_sop, full_sentences for mlm, "
+        "segments for electra",
+    )
     phase2 = parser.add_argument_group(
         "two-phase pretraining (the paper's 90% of steps at 128, the last 10% at 512)",
         "the last --phase2-steps of --steps read --phase2-data (records of another length), with the same "
@@ -69,7 +77,7 @@ def add_arguments(parser):
     parser.add_argument(
         "--output-bias-init", choices=("zeros", "unigram"), default="zeros",
         help="masked-LM output bias at the start: zeros (the paper) or the log frequencies of the "
-        "data's masked tokens, which keeps short runs from collapsing rare words' embeddings",
+        "data's masked tokens, which keeps short runs from collapsing rare words' embeddings (refused for electra)",
     )
     parser.add_argument(
         "--dropout", type=float, default=None,

@@ -16,6 +16,7 @@ epoch's document order, in groups of documents; no `nsp` label in `y`).
 
 import numpy as np
 
+from keras_bert_app import errors
 from keras_bert_app.data.corpus import expand_input_files
 from keras_bert_app.data.corpus import tokenize_corpus
 from keras_bert_app.data.masking import masking_scheme
@@ -27,6 +28,8 @@ from keras_bert_app.data.segmentation import summary_line
 
 # Documents packed together by `full_sentences` (one generator call).
 DOCUMENTS_PER_GROUP = 16
+# Pairings packed once and masked after batching, in TensorFlow (`batch_masking`), with token masking.
+PACKED_ONCE = ("segments", "full_sentences")
 
 
 def dynamic_pretraining_dataset(
@@ -47,6 +50,7 @@ def dynamic_pretraining_dataset(
     entity_masking=False,
     log=None,
     pairing="nsp",
+    corruption=(0.8, 0.1),
 ):
     """A dataset of masked sentence-pair batches with fresh masks every epoch.
 
@@ -71,9 +75,17 @@ def dynamic_pretraining_dataset(
         log: optional callable taking a str: gets a line on the corpus
             (documents, sentences, tokens, files), the segmentation summary
             (and, for `sop`, the number of one-sentence documents skipped).
-        pairing: str. `nsp`, `sop` or `full_sentences` (see
-            `InstanceMaker`); `full_sentences` packs each epoch's documents
-            in groups of `DOCUMENTS_PER_GROUP`, in that epoch's order.
+        pairing: str. `nsp`, `sop`, `full_sentences` (see
+            `InstanceMaker`) or `segments` (ELECTRA's plain two-segment
+            examples, `electra_segments`; token masking only). With token
+            masking, `full_sentences` and `segments` are packed once (as
+            fairseq and ELECTRA pack them) and every epoch shuffles them and
+            masks each batch anew in TensorFlow (`batch_masking`); otherwise
+            `full_sentences` packs each epoch's documents in groups of
+            `DOCUMENTS_PER_GROUP`, in that epoch's order.
+        corruption: `(mask_probability, random_probability)` at the masked
+            positions of packed-once pairings (BERT's 0.8/0.1; ELECTRA's
+            0.85/0); the others use BERT's.
 
     Returns:
         A `tf.data.Dataset` of `(x, y, sample_weight)` as
@@ -99,8 +111,15 @@ def dynamic_pretraining_dataset(
     skipped = check_pairing_corpus(corpus, pairing, "The corpus")
     if skipped and log is not None:
         log(f"Sentence-order pairs: {skipped} of {corpus.num_documents} documents hold one sentence and are skipped.")
+    vocabulary = list(tokenizer.get_vocabulary())
+    if scheme == "token" and corpus.word_starts is None and pairing in PACKED_ONCE:
+        return _packed_once(corpus, vocabulary, pairing, batch_size, max_seq_length, max_predictions_per_seq,
+                            masked_lm_prob, seed, drop_remainder, corruption, log)
+    if pairing == "segments":
+        raise ValueError("pairing 'segments' (ELECTRA's) takes token masking without a segmenter; got "
+                         f"masking {scheme!r}" + (" with a segmenter." if corpus.word_starts is not None else "."))
     maker = InstanceMaker(
-        list(tokenizer.get_vocabulary()),
+        vocabulary,
         max_seq_length=max_seq_length,
         max_predictions_per_seq=max_predictions_per_seq,
         masked_lm_prob=masked_lm_prob,
@@ -142,3 +161,31 @@ def dynamic_pretraining_dataset(
     dataset = dataset.map(features_to_model_inputs)
     return dataset.prefetch(tf.data.AUTOTUNE)
 
+
+
+def _packed_once(corpus, vocabulary, pairing, batch_size, max_seq_length, max_predictions_per_seq, masked_lm_prob,
+                 seed, drop_remainder, corruption, log):
+    """`segments` and `full_sentences` with token masking: packed here, once; shuffled and masked per epoch in TF."""
+    from keras_bert_app.data.batch_masking import masked_batches
+    from keras_bert_app.data.electra_segments import electra_segments
+    from keras_bert_app.data.full_sentences import full_sentence_pieces, pack_pieces
+
+    cls_token_id, sep_token_id = vocabulary.index("[CLS]"), vocabulary.index("[SEP]")
+    rng = np.random.default_rng([seed, 0])
+    if pairing == "segments":
+        token_ids, segment_ids, num_tokens = electra_segments(corpus, max_seq_length, rng, cls_token_id, sep_token_id)
+    else:
+        pieces = full_sentence_pieces(corpus, rng.permutation(corpus.num_documents).tolist(), max_seq_length)
+        token_ids, num_tokens = pack_pieces(corpus.token_ids, pieces, max_seq_length, cls_token_id, sep_token_id)
+        segment_ids = np.zeros_like(token_ids)
+    if not len(token_ids):
+        raise errors.DataError("The corpus holds no tokens to pack into sequences.")
+    if log is not None:
+        log(f"Packed once into {len(token_ids):,} sequences ({pairing}); each epoch shuffles them and masks every "
+            "batch anew.")
+    return masked_batches(
+        token_ids, segment_ids, num_tokens, batch_size, max_predictions_per_seq=max_predictions_per_seq,
+        special_token_ids=(cls_token_id, sep_token_id), mask_token_id=vocabulary.index("[MASK]"),
+        vocabulary_size=len(vocabulary), masked_lm_prob=masked_lm_prob, mask_probability=corruption[0],
+        random_probability=corruption[1], seed=seed, drop_remainder=drop_remainder,
+    )

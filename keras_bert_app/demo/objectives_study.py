@@ -1,36 +1,33 @@
-"""`kba.study_objectives`: BERT and its successors pretrained for the same wall time, then compared.
+"""`kba.study_objectives`: BERT and its successors pretrained at equal FLOPs, each as its paper ran it, then compared.
 
-    kba.study_objectives("runs/objectives_study")                         # about 30 minutes on 2 idle CPU cores
-    kba.study_objectives("runs/objectives_study", quickstart_run="quickstart_run", minutes=5)
+    kba.study_objectives("runs/objectives_study")                       # about 40 minutes on 2 idle CPU cores
+    kba.study_objectives("runs/objectives_study", quickstart_run="quickstart_run", budget_steps=3000)
 
 On the quickstart's data (BBC News: the training articles' `corpus.txt`,
-the WordPiece vocabulary learned from them, the 250 labeled articles and the
-dev split) and its encoder size (`bert_tiny_uncased`, L=2, H=128), four
-pretraining objectives (`ARMS`) get the same pretraining wall time:
+the WordPiece vocabulary learned from them) and its encoder size
+(`bert_tiny_uncased`, L=2, H=128), four pretraining objectives (`ARMS`),
+each with its own paper's data, masking and recipe:
 
-    bert     objective mlm_nsp on `nsp` records: masked LM + next sentence prediction
-    roberta  objective mlm on `full_sentences` records: masked LM alone, packed full sentences
-    albert   objective mlm_sop on `sop` records, the encoder with one set of layer weights
-             shared by all layers (num_groups=1) and embeddings E=128 wide
-    electra  objective electra on `nsp` records: replaced-token detection, generator 1/4
+    bert     mlm_nsp on `nsp` records (static masks), BERT's rate
+    roberta  mlm on the corpus packed into full sentences, masked anew at every step, no NSP
+    albert   mlm_sop on `sop` records, one set of layer weights shared by all layers, E=128
+    electra  electra on the corpus packed into plain segments, masked at every step, its reference
+             recipe (rate scaled to the batch, warmup share, zero output bias)
 
-The tokenizer is the same for all (the quickstart's vocabulary), so the
-study compares objectives and architectures, not vocabularies. Stages, each
-kept in `results.json` so a rerun continues where it stopped:
-
-1. the three record sets, from the same documents, vocabulary, masking
-   and seed (`create_pretraining_data(pairing=...)`; `nsp` is the quickstart's);
-2. step time of each objective: short runs, alternated, median seconds per
-   step after the compilation (`objectives_study_runs.calibrate`); then
-   steps = `minutes` x 60 / step time (a multiple of 10);
-3. each pretraining in a child process (its peak resident memory);
-4. for each encoder and the random one it started from: fine-tuned dev
-   accuracy for each seed, linear-probe accuracy on frozen features;
-5. `report.md` (table, what wins and by how much) and `report.png`.
+Every arm gets the same pretraining FLOPs: those of `budget_steps` BERT
+steps, counted by the bench's FLOP model (`benchmark.flops.model_flops`;
+ELECTRA: discriminator and generator), so an arm with costlier steps runs
+fewer of them. The tokenizer is the same for all. Then each encoder, the
+random one it started from, and a bag of words are scored on a task where
+pretraining can matter (`objectives_study_task`: is a sentence in its own
+word order? a bag of words is at chance there): fine-tuned with the
+family's head (ELECTRA: the raw `[CLS]` and layer-wise decay 0.8) for each
+seed, and a linear probe on frozen features. `report.md` gives means with
+95% t-intervals; `results.json` keeps every figure, so a rerun continues
+where it stopped.
 """
 
 import dataclasses
-import functools
 import json
 import os
 import pathlib
@@ -44,14 +41,15 @@ from keras_bert_app.demo import settings as defaults
 from keras_bert_app.demo.objectives_study_runs import Recipe
 from keras_bert_app.demo.objectives_study_settings import (
     ARMS,
-    DEFAULT_CALIBRATION_STEPS,
-    DEFAULT_MINUTES,
+    BAG_OF_WORDS,
+    DEFAULT_BUDGET_STEPS,
     DEFAULT_OUTPUT,
     DEFAULT_SEEDS,
     QUICKSTART_PARTS,
     RANDOM,
     RESULTS_FILE,
     STEP_MULTIPLE,
+    TASK_EXAMPLES,
 )
 from keras_bert_app.demo.stages import write_atomically
 
@@ -62,13 +60,12 @@ def study_objectives(
     output: PathLike = DEFAULT_OUTPUT,
     *,
     quickstart_run: PathLike | None = None,
-    minutes: float = DEFAULT_MINUTES,
+    budget_steps: int = DEFAULT_BUDGET_STEPS,
     seeds: Sequence[int] = DEFAULT_SEEDS,
     objectives: Sequence[str] = tuple(ARMS),
-    calibration_steps: int = DEFAULT_CALIBRATION_STEPS,
     log: Callable[[str], None] = print,
 ) -> dict:
-    """Pretrain each objective for the same wall time on the quickstart's data; fine-tune, probe and report.
+    """Pretrain each objective at equal FLOPs on the quickstart's data; fine-tune, probe and report.
 
     Args:
         output: str or path. Folder of the study (created; a rerun with the
@@ -77,30 +74,34 @@ def study_objectives(
             quickstart` folder whose data, vocabulary, initial model and
             `nsp` records are used (None: they are built in
             `output/quickstart/` as the quickstart builds them).
-        minutes: float > 0. Pretraining wall time of each objective.
-        seeds: ints. Fine-tuning seeds (mean and sample standard deviation).
+        budget_steps: int > 0. The pretraining FLOPs of every arm: those of
+            this many BERT steps at the quickstart's batch and length.
+        seeds: ints. Fine-tuning seeds (mean and 95% t-interval).
         objectives: names from `ARMS` ("bert", "roberta", "albert", "electra").
-        calibration_steps: int >= 8. Steps of each timing run.
         log: callable taking one line of progress.
 
     Returns:
-        dict: `results` (as in `results.json`: calibration, each pretraining's
+        dict: `results` (as in `results.json`: each pretraining's FLOPs,
         steps, seconds, peak memory, parameter counts and last metrics, each
-        fine-tuned accuracy and probe), `report` and `plot` (pathlib.Path).
+        fine-tuned accuracy and probe, the bag of words), `report` and
+        `plot` (pathlib.Path).
 
     Raises:
         keras_bert_app.errors.ArgumentTypeError: an argument of the wrong type.
-        keras_bert_app.errors.ArgumentError: an unknown objective, minutes <= 0,
-            no seeds, an output folder that cannot be written.
+        keras_bert_app.errors.ArgumentError: an unknown objective, a budget
+            below 1, no seeds, an output folder that cannot be written.
         keras_bert_app.errors.MissingFileError: a `quickstart_run` without the
             parts the study reads.
         keras_bert_app.errors.OutputExistsError: `output` holds something
             else, or a study with other settings.
     """
-    output, base, minutes, seeds, objectives = _check_arguments(output, quickstart_run, minutes, seeds, objectives,
-                                                               calibration_steps)
+    import time
+
+    started = time.monotonic()
+    output, base, budget_steps, seeds, objectives = _check_arguments(output, quickstart_run, budget_steps, seeds,
+                                                                     objectives)
     settings = {"quickstart_run": str(base.resolve()) if quickstart_run is not None else None,
-                "minutes": minutes, "calibration_steps": calibration_steps}
+                "budget_steps": budget_steps}
     results = _open_results(output, settings)
 
     def save():
@@ -111,22 +112,31 @@ def study_objectives(
         build_quickstart_data(base, log)
     recipe = Recipe.from_quickstart(json.loads((base / defaults.SETTINGS_FILE).read_text()))
     results["recipe"] = dataclasses.asdict(recipe)
-    records = {arm: _records(base, output, ARMS[arm].pairing, recipe, log) for arm in objectives}
+    data = {arm: _arm_data(base, output, ARMS[arm], recipe, log) for arm in objectives}
     presets = {arm: _initial_preset(base, output, arm, recipe.seed, log) for arm in objectives}
-    _pretrain_all(output, results, save, objectives, records, presets, recipe, minutes, calibration_steps, log)
-    _evaluate_all(output, base, results, save, objectives, presets, recipe, seeds, log)
+    _pretrain_all(output, base, results, save, objectives, data, presets, recipe, budget_steps, log)
+    task = _task(base, output, recipe.seed)
+    if BAG_OF_WORDS not in results:
+        from keras_bert_app.demo.objectives_study_task import bag_of_words_accuracy
+
+        results[BAG_OF_WORDS] = bag_of_words_accuracy(task / "train.csv", task / "dev.csv")
+        save()
+    _evaluate_all(output, base, task, results, save, objectives, recipe, seeds, log)
     from keras_bert_app.demo.objectives_study_report import write_plot, write_report
 
     rows = [*objectives, RANDOM]
+    results["runtime_seconds"] = round(time.monotonic() - started, 1)  # this call's (a resumed study: the rest)
+    results["load_average"] = [round(value, 2) for value in os.getloadavg()]
+    save()
     report = write_report(output / "report.md", results, rows, seeds, log)
     plot = write_plot(output / "report.png", results, rows, seeds)
-    log(f"Report: {report}, plot: {plot}")
+    log(f"Report: {report}, plot: {plot} ({results['runtime_seconds'] / 60:.1f} min)")
     return {"results": results, "report": report, "plot": plot}
 
 
-def _check_arguments(output, quickstart_run, minutes, seeds, objectives, calibration_steps):
+def _check_arguments(output, quickstart_run, budget_steps, seeds, objectives):
     output = errors.check_path("output", output)
-    errors.check_number("minutes", minutes, minimum=0, minimum_inclusive=False)
+    errors.check_int("budget_steps", budget_steps, minimum=1)
     errors.check_type("seeds", seeds, (list, tuple), "a list of ints")
     if not seeds:
         raise errors.ArgumentError("seeds", "seeds: give at least one fine-tuning seed.")
@@ -137,16 +147,15 @@ def _check_arguments(output, quickstart_run, minutes, seeds, objectives, calibra
     for name in objectives:
         errors.check_choice("objectives", name, tuple(ARMS))
     objectives = tuple(dict.fromkeys(objectives))
-    errors.check_int("calibration_steps", calibration_steps, minimum=8)
     if quickstart_run is None:
-        return output, output / "quickstart", float(minutes), seeds, objectives
+        return output, output / "quickstart", budget_steps, seeds, objectives
     base = errors.check_path("quickstart_run", quickstart_run)
     missing = [part for part in QUICKSTART_PARTS if not list(base.glob(part))]
     if missing:
         raise errors.MissingFileError(
             "quickstart_run", f"quickstart_run {base}: not a finished quickstart folder, it lacks {', '.join(missing)} "
             "(run `keras-bert-app quickstart --output FOLDER` first, or leave --quickstart-run out).")
-    return output, base, float(minutes), seeds, objectives
+    return output, base, budget_steps, seeds, objectives
 
 
 def _open_results(output, settings):
@@ -190,6 +199,13 @@ def build_quickstart_data(base: pathlib.Path, log: Callable[[str], None] = print
     stages.run("pretraining_data", "Its nsp records", lambda: pipeline.make_pretraining_data(base, settings, log))
     write_atomically(base / defaults.SETTINGS_FILE, json.dumps(settings, indent=2) + "\n")
     return base
+
+
+def _arm_data(base, output, arm, recipe, log):
+    """What an arm reads: the corpus (masked at every step), or the glob of its pairing's records."""
+    if arm.source == "corpus":
+        return str(base / "data" / "corpus.txt")
+    return _records(base, output, arm.pairing, recipe, log)
 
 
 def _records(base, output, pairing, recipe, log):
@@ -238,39 +254,66 @@ def _initial_preset(base, output, arm, seed, log):
     return folder
 
 
-def equal_time_steps(seconds: float, step_time: float, multiple: int = STEP_MULTIPLE) -> int:
-    """Steps that take `seconds` at `step_time` seconds each, rounded to a multiple of `multiple` (at least one)."""
-    return max(multiple, round(seconds / step_time / multiple) * multiple)
+def flops_per_step(arm: str, preset: pathlib.Path, recipe: Recipe) -> int:
+    """Training FLOPs of one step of `arm` (bench FLOP model; ELECTRA: discriminator + its generator)."""
+    from keras_bert_app import presets as preset_files
+    from keras_bert_app.benchmark.flops import model_flops
+    from keras_bert_app.models.electra_generator import generator_config
+
+    encoder = preset_files.read_config(preset)["encoder"]
+    flops = model_flops(encoder, recipe.batch_size, recipe.sequence_length, training=True)
+    if ARMS[arm].objective == "electra":
+        flops += model_flops(generator_config(encoder), recipe.batch_size, recipe.sequence_length, training=True)
+    return flops
 
 
-def _pretrain_all(output, results, save, objectives, records, presets, recipe, minutes, calibration_steps, log):
-    calibration = results.setdefault("calibration", {})
-    missing = [arm for arm in objectives if arm not in calibration]
-    if missing:
-        log(f"\n== Step time of each objective ({calibration_steps}-step runs, alternated, twice)")
-        timing = {arm: functools.partial(runs.pretrain_arm, ARMS[arm].objective, presets[arm], records[arm], recipe=recipe)
-                  for arm in missing}
-        calibration.update(runs.calibrate(timing, output / "calibration", calibration_steps, recipe.tokens_per_step, log=log))
-        save()
-    plan = {arm: equal_time_steps(minutes * 60, calibration[arm]) for arm in objectives}
-    log(f"\nPlan: {minutes:g} min of pretraining each: " + "; ".join(
-        f"{arm} {calibration[arm]:.3f} s/step -> {plan[arm]} steps" for arm in objectives))
+def equal_flops_steps(budget: float, step_flops: float, multiple: int = STEP_MULTIPLE) -> int:
+    """Steps that spend `budget` FLOPs at `step_flops` each, rounded to a multiple of `multiple` (at least one)."""
+    return max(multiple, round(budget / step_flops / multiple) * multiple)
+
+
+def _pretrain_all(output, base, results, save, objectives, data, presets, recipe, budget_steps, log):
+    from keras_bert_app.training.pretraining_inputs import records_shape
+
+    bert_step = flops_per_step("bert", base / defaults.MODEL_PRESET_DIR, recipe)
+    budget = budget_steps * bert_step
+    max_predictions = records_shape(str(base / "pretraining_data" / "*.tfrecord"))[1]
+    plan = {}
+    for arm in objectives:
+        step = flops_per_step(arm, presets[arm], recipe)
+        plan[arm] = (step, equal_flops_steps(budget, step))
+    log(f"\nPlan at equal pretraining FLOPs ({budget / 1e12:.1f} TFLOPs each: {budget_steps} BERT steps, bench FLOP "
+        "model): " + "; ".join(f"{arm} {step / 1e9:.1f} GFLOPs/step -> {steps} steps" for arm, (step, steps) in plan.items()))
     for arm in objectives:
         key = f"pretrain_{arm}"
         run_dir = output / "pretrain" / arm
-        if results.get(key, {}).get("steps") != plan[arm]:
-            log(f"\n== Pretraining {arm} ({ARMS[arm].description}): {plan[arm]} steps")
-            arguments = {"objective": ARMS[arm].objective, "preset": str(presets[arm]), "records": records[arm],
-                         "run_dir": str(run_dir), "steps": plan[arm], "recipe": dataclasses.asdict(recipe)}
+        step, steps = plan[arm]
+        if results.get(key, {}).get("steps") != steps:
+            spec = ARMS[arm]
+            log(f"\n== Pretraining {arm} ({spec.description}): {steps} steps, {steps * step / 1e12:.1f} TFLOPs")
+            arguments = {"objective": spec.objective, "preset": str(presets[arm]), "data": data[arm],
+                         "run_dir": str(run_dir), "steps": steps, "recipe": dataclasses.asdict(recipe),
+                         "source": spec.source, "pairing": spec.pairing, "max_predictions": max_predictions}
             measured = runs.pretrain_in_child(arguments, log=log)
-            results[key] = {"steps": plan[arm], **measured, "final": runs.last_metrics(run_dir),
-                            "parameters": runs.parameter_counts(ARMS[arm].objective, run_dir / "preset")}
-        if "run_step_time" not in results[key]:  # the run's own pace, against the timing runs'
+            results[key] = {"steps": steps, "flops_per_step": step, "flops": steps * step, **measured,
+                            "final": runs.last_metrics(run_dir),
+                            "parameters": runs.parameter_counts(spec.objective, run_dir / "preset")}
+        if "run_step_time" not in results[key]:  # the run's own pace
             results[key]["run_step_time"] = statistics.median(runs.step_times(run_dir, recipe.tokens_per_step))
         save()
 
 
-def _evaluate_all(output, base, results, save, objectives, presets, recipe, seeds, log):
+def _task(base, output, seed):
+    """The study's task files (`objectives_study_task`), written once in `output/task/`."""
+    from keras_bert_app.demo.objectives_study_task import write_word_order_task
+
+    folder = output / "task"
+    if not (folder / "dev.csv").is_file():
+        write_word_order_task(base / "data", folder, TASK_EXAMPLES, seed)
+    return folder
+
+
+def _evaluate_all(output, base, task, results, save, objectives, recipe, seeds, log):
     model_preset = base / defaults.MODEL_PRESET_DIR
     encoders = {arm: output / "pretrain" / arm / "preset" for arm in objectives}
     encoders[RANDOM] = model_preset
@@ -281,9 +324,9 @@ def _evaluate_all(output, base, results, save, objectives, presets, recipe, seed
             key = f"finetune_{name}_{seed}"
             if key not in results:
                 log(f"\n== Fine-tuning {name}, seed {seed}")
-                results[key] = runs.finetune_accuracy(preset, base / "data", output / "finetune" / f"{name}_seed{seed}",
+                results[key] = runs.finetune_accuracy(preset, task, output / "finetune" / f"{name}_seed{seed}",
                                                       seed, recipe, log)
                 save()
         if f"probe_{name}" not in results:
-            results[f"probe_{name}"] = runs.probe_accuracies(preset, model_preset, base / "data", recipe.sequence_length, log)
+            results[f"probe_{name}"] = runs.probe_accuracies(preset, model_preset, task, recipe.sequence_length, log)
             save()

@@ -1,8 +1,8 @@
 """The runs of the objectives study: pretraining (timed, or in a child process for its memory), fine-tuning, probing.
 
-Each function runs one stage function of the package with the quickstart's
-recipe (`Recipe`): `pretrain` for one objective, `finetune("classify", ...)`
-for one seed, the linear probe on frozen features. `calibrate` times the
+Each function runs one stage function of the package: `pretrain` for one
+objective with its own recipe, `finetune("classify", ...)` for one seed
+with the quickstart's (`Recipe`), the linear probe on frozen features. `calibrate` times the
 objectives' steps back to back; `pretrain_in_child` runs one pretraining in
 a fresh Python process and reads back that process's peak resident memory.
 `tools/electra_vs_bert.py` uses them too.
@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 
 from keras_bert_app import errors
+from keras_bert_app.demo import pipeline
 from keras_bert_app.demo import settings as defaults
 
 Log = Callable[[str], None]
@@ -61,23 +62,30 @@ def metric_rows_every(steps: int, points: int = 20) -> int:
 
 
 def pretrain_arm(
-    objective: str, preset: str | os.PathLike, records: str, run_dir: str | os.PathLike, steps: int, recipe: Recipe,
-    *, checkpoint_every: int | None = None, learning_rate: float | None = None,
-    generator_size: float | None = None, output_bias_init: str = "unigram", log: Log | None = print,
+    objective: str, preset: str | os.PathLike, data: str, run_dir: str | os.PathLike, steps: int, recipe: Recipe,
+    *, source: str = "records", pairing: str | None = None, max_predictions: int | None = None,
+    checkpoint_every: int | None = None, learning_rate: float | None = None, generator_size: float | None = None,
+    output_bias_init: str = "zeros", log: Log | None = print,
 ) -> pathlib.Path:
-    """One quickstart-recipe `pretrain` run of `objective` from `preset` on `records` (a glob); returns the run folder.
+    """One `pretrain` run of `objective` from `preset` with its own recipe; returns the run folder.
 
-    `output_bias_init` is the masked-LM (for ELECTRA: the generator's) output
-    bias at the start: the quickstart's "unigram", or the papers' "zeros".
+    `source` "records": `data` is a glob of records (static masks);
+    "corpus": `data` is the corpus, packed with `pairing` and masked anew at
+    every step. The learning rate, warmup and output bias are the
+    objective's defaults (its paper's recipe) unless given.
     """
     from keras_bert_app.training.pretrain import pretrain
 
     extra = {"generator_size": generator_size} if objective == "electra" and generator_size else {}
+    if source == "corpus":
+        extra.update(corpus=data, pairing=pairing, max_seq_length=recipe.sequence_length, max_predictions=max_predictions)
+    else:
+        extra["data"] = data
     return pretrain(
-        preset, run_dir, steps, data=records, batch_size=recipe.batch_size,
-        learning_rate=learning_rate or recipe.learning_rate, warmup_steps=max(1, steps // 10),
+        preset, run_dir, steps, batch_size=recipe.batch_size, learning_rate=learning_rate,
         checkpoint_every=checkpoint_every or metric_rows_every(steps), output_bias_init=output_bias_init,
         dropout=recipe.dropout, seed=recipe.seed, verbose=0, log=log, objective=objective, **extra,
+        jit_compile=pipeline.xla_for_pretraining(),
     )
 
 
@@ -192,14 +200,19 @@ def peak_resident_mib() -> float:
 
 # === Evaluation: fine-tuning and the linear probe ===
 def finetune_accuracy(
-    preset: pathlib.Path, data: pathlib.Path, run_dir: pathlib.Path, seed: int, recipe: Recipe, log: Log = print
+    preset: pathlib.Path, task: pathlib.Path, run_dir: pathlib.Path, seed: int, recipe: Recipe, log: Log = print
 ) -> float:
-    """Dev accuracy of the quickstart's topic classifier fine-tuned from `preset` with `seed`."""
+    """Dev accuracy on the study's task (`task/train.csv`, `task/dev.csv`) fine-tuned from `preset` with `seed`.
+
+    The quickstart's epochs, batch and rate for every arm; each family's own
+    head and layer-wise decay come from `finetune` itself (an ELECTRA preset:
+    the raw `[CLS]` and decay 0.8).
+    """
     from keras_bert_app.training.finetune import finetune
 
     started = time.monotonic()
     result = finetune(
-        "classify", preset=preset, output=run_dir, train=data / "labeled.csv", dev=data / "dev.csv",
+        "classify", preset=preset, output=run_dir, train=task / "train.csv", dev=task / "dev.csv",
         text_column="text", label_column="label", epochs=recipe.finetune_epochs,
         batch_size=recipe.finetune_batch_size, learning_rate=recipe.finetune_learning_rate,
         sequence_length=recipe.sequence_length, seed=seed, jit_compile=False, verbose=0,
@@ -210,16 +223,16 @@ def finetune_accuracy(
 
 
 def probe_accuracies(
-    preset: pathlib.Path, tokenizer_preset: pathlib.Path, data: pathlib.Path, sequence_length: int, log: Log = print
+    preset: pathlib.Path, tokenizer_preset: pathlib.Path, task: pathlib.Path, sequence_length: int, log: Log = print
 ) -> dict[str, float]:
-    """Linear-probe dev accuracy on `preset`'s frozen last-layer `[CLS]` and mean features (no seed)."""
+    """Linear-probe dev accuracy on `preset`'s frozen last-layer `[CLS]` and mean features (no seed), and `dev_size`."""
     from keras_bert_app.data.text_classification import read_text_classification
     from keras_bert_app.evaluation.linear_probe import encoder_features, probe_accuracy
     from keras_bert_app.models.bert_encoder import BertEncoder
     from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 
-    train = read_text_classification(data / "labeled.csv", "text", "label")
-    dev = read_text_classification(data / "dev.csv", "text", "label", label_names=train.label_names)
+    train = read_text_classification(task / "train.csv", "text", "label")
+    dev = read_text_classification(task / "dev.csv", "text", "label", label_names=train.label_names)
     preprocessor = BertPreprocessor.from_preset(tokenizer_preset, sequence_length=sequence_length)
     encoder = BertEncoder.from_preset(preset)
     train_features = encoder_features(encoder, preprocessor, train.texts)
@@ -227,7 +240,7 @@ def probe_accuracies(
     result = {pooling: probe_accuracy(train_features[pooling], train.labels, dev_features[pooling], dev.labels)
               for pooling in train_features}
     log(f"  probe {preset}: " + ", ".join(f"{pooling} {value:.4f}" for pooling, value in result.items()))
-    return result
+    return {**result, "dev_size": len(dev.labels)}
 
 
 def parameter_counts(objective: str | None, preset: pathlib.Path) -> dict[str, int]:

@@ -7,13 +7,16 @@ without importing Keras or TensorFlow.
 import dataclasses
 
 DEFAULT_OUTPUT = "runs/objectives_study"
-# 4 x 3 minutes of pretraining, plus the timing runs, 15 fine-tunings and 5
-# probes: about 30 minutes on 2 idle CPU cores.
-DEFAULT_MINUTES = 3.0
-DEFAULT_SEEDS = (0, 1, 2)
-DEFAULT_CALIBRATION_STEPS = 20
+# The pretraining budget of every arm: the FLOPs (bench FLOP model) of this many BERT steps at the quickstart's
+# batch and length. 4 pretrainings, 25 fine-tunings and 5 probes: about 40 minutes on 2 idle CPU cores (an estimate;
+# the report states the run's own runtime).
+DEFAULT_BUDGET_STEPS = 1000
+DEFAULT_SEEDS = (0, 1, 2, 3, 4)
 STEP_MULTIPLE = 10  # pretraining steps are rounded to a multiple of this
 RESULTS_FILE = "results.json"
+# The study's task (`objectives_study_task`): is a sentence in its own word order or are its words shuffled?
+# A bag of words cannot tell (the same words either way: 0.5 by construction), topics can be told by words.
+TASK_EXAMPLES = {"train": 300, "dev": 400}
 # The parts of a quickstart run the study reads.
 QUICKSTART_PARTS = ("quickstart.json", "data/corpus.txt", "data/labeled.csv", "data/dev.csv",
                     "model_preset/config.json", "model_preset/model.weights.h5", "pretraining_data/*.tfrecord")
@@ -21,20 +24,24 @@ QUICKSTART_PARTS = ("quickstart.json", "data/corpus.txt", "data/labeled.csv", "d
 
 @dataclasses.dataclass(frozen=True)
 class Arm:
-    """One pretraining objective of the study."""
+    """One pretraining objective of the study, with its paper's data and masking."""
 
     title: str
     objective: str  # `pretrain`'s objective
-    pairing: str  # the pairing of its records (`create_pretraining_data`)
+    pairing: str  # the pairing of its data
+    source: str  # "records": static masks (`create_pretraining_data`); "corpus": masked anew at every step
     encoder_options: tuple = ()  # (name, value) pairs changing the quickstart's encoder config
     description: str = ""
 
 
 ARMS = {
-    "bert": Arm("BERT", "mlm_nsp", "nsp", (), "masked LM + next sentence prediction"),
-    "roberta": Arm("RoBERTa-style", "mlm", "full_sentences", (), "masked LM alone on packed full sentences"),
-    "albert": Arm("ALBERT-style", "mlm_sop", "sop", (("num_groups", 1), ("embedding_dim", 128)),
+    "bert": Arm("BERT", "mlm_nsp", "nsp", "records", (), "masked LM + next sentence prediction, static masks"),
+    "roberta": Arm("RoBERTa-style", "mlm", "full_sentences", "corpus", (),
+                   "masked LM alone on packed full sentences, masked anew at every step"),
+    "albert": Arm("ALBERT-style", "mlm_sop", "sop", "records", (("num_groups", 1), ("embedding_dim", 128)),
                   "masked LM + sentence-order prediction; all layers share one set of weights, embeddings E=128"),
-    "electra": Arm("ELECTRA", "electra", "nsp", (), "replaced-token detection, generator 1/4 of the encoder"),
+    "electra": Arm("ELECTRA", "electra", "segments", "corpus", (),
+                   "replaced-token detection, generator 1/4 of the encoder, plain segments masked at every step"),
 }
 RANDOM = "random"  # the reference row: the initial weights, not pretrained
+BAG_OF_WORDS = "bag_of_words"  # the baseline row: a logistic regression on word counts

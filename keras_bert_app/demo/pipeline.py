@@ -120,6 +120,15 @@ def make_pretraining_data(output, settings, log, **options):
     return result
 
 
+def xla_for_pretraining():
+    """XLA where the backend has it: pretraining runs one batch shape for many steps, so one compile pays."""
+    import keras
+
+    from keras_bert_app.models.xla import XLA_BACKENDS
+
+    return keras.config.backend() in XLA_BACKENDS
+
+
 def checkpoint_every(steps, points=20):
     """The largest divisor of `steps` that gives at least `points` metric rows (when it can)."""
     limit = max(1, steps // points)
@@ -127,10 +136,7 @@ def checkpoint_every(steps, points=20):
 
 
 def pretrain_stage(output, settings, log, learning_rate=defaults.DEFAULT_PRETRAIN_LEARNING_RATE):
-    import keras
-
     from keras_bert_app.demo.report import number, read_csv
-    from keras_bert_app.models.xla import XLA_BACKENDS
     from keras_bert_app.training.pretrain import pretrain
 
     steps = settings["steps"]
@@ -143,7 +149,7 @@ def pretrain_stage(output, settings, log, learning_rate=defaults.DEFAULT_PRETRAI
         seed=settings["seed"],
         # Thousands of steps of one batch shape: XLA's one compile pays for itself (Keras' "auto" leaves a
         # TensorFlow CPU without it).
-        jit_compile=keras.config.backend() in XLA_BACKENDS,
+        jit_compile=xla_for_pretraining(),
     )
     announce(log, "pretrain", **arguments)
     pretrain(**arguments, log=log)

@@ -90,7 +90,8 @@ def finetune(
         epochs: int. Training epochs (None: the task's default; the paper's
             A.3: 3, SQuAD 2).
         batch_size: int. (None: 32.)
-        learning_rate: float. Peak learning rate (None: 2e-5; NER 5e-5; SQuAD 3e-5).
+        learning_rate: float. Peak learning rate (None: 2e-5; NER 5e-5; SQuAD 3e-5;
+            an ELECTRA preset: 1e-4, the reference's, said in the log).
         sequence_length: int. Tokens per packed example (None: 128, SQuAD 384, or
             the encoder's `max_sequence_length` when shorter; a longer one is refused).
         seed: int. Seed of initialisation, dropout and shuffling.
@@ -103,7 +104,8 @@ def finetune(
             layer i of n (0-based) learns at `learning_rate * decay**(n + 1 - i)`,
             the embeddings at `decay**(n + 2)`, the pooler and head at the
             full rate, as ELECTRA's `_get_layer_lrs`
-            (`models.layerwise_lr_decay`). None: one rate for all.
+            (`models.layerwise_lr_decay`). None: one rate for all,
+            or for an ELECTRA preset the reference's 0.8.
         bucketing: bool. Pad each batch (training, validation, dev
             predictions) to its longest example rounded up to a bucket
             length (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, ...: powers of
@@ -171,6 +173,7 @@ def finetune(
     check_preset("preset", preset)
     output = errors.check_path("output", output)
     defaults = task.DEFAULTS
+    learning_rate, layerwise_lr_decay = _family_recipe(preset, learning_rate, layerwise_lr_decay, log)
     epochs = errors.check_int("epochs", defaults["epochs"] if epochs is None else epochs, minimum=1)
     batch_size = errors.check_int("batch_size", defaults["batch_size"] if batch_size is None else batch_size, minimum=1)
     learning_rate = errors.check_number(
@@ -318,6 +321,29 @@ def finetune(
     folder = task.save_preset(model, output / "preset")
     log(f"Wrote {output / 'metrics.json'}, TensorBoard logs in {output / 'logs'}, preset {folder}.")
     return FinetuneResult(metrics=metrics, preset=pathlib.Path(folder), output=output)
+
+
+def _family_recipe(preset, learning_rate, layerwise_lr_decay, log):
+    """An ELECTRA preset's reference rate and layer-wise decay where the caller gave none (`models.electra_recipe`).
+
+    Epochs (3; SQuAD 2) and the 10% warmup are every task's defaults already.
+    """
+    from keras_bert_app.convert.resolve import read_config
+    from keras_bert_app.models import electra_recipe
+
+    try:
+        config = read_config(preset)
+    except (errors.KerasBertAppError, ValueError, OSError):  # its own error comes where the model is built
+        return learning_rate, layerwise_lr_decay
+    if not electra_recipe.is_electra_config(config):
+        return learning_rate, layerwise_lr_decay
+    if learning_rate is None:
+        learning_rate = electra_recipe.FINETUNING_LEARNING_RATE
+    if layerwise_lr_decay is None:
+        layerwise_lr_decay = electra_recipe.FINETUNING_LAYERWISE_LR_DECAY
+    if isinstance(learning_rate, (int, float)) and isinstance(layerwise_lr_decay, (int, float)):
+        log(electra_recipe.finetuning_recipe_line(learning_rate, layerwise_lr_decay))
+    return learning_rate, layerwise_lr_decay
 
 
 def _build_model(task, preset, mixed_precision):

@@ -152,7 +152,7 @@ def pretrain(
             or more, scaled linearly below: 1.25e-4 at 32, see
             `objectives.Objective.default_rate_at`).
         warmup_steps: int or None. Linear warmup steps; None: 1% of `steps`,
-            at most 10,000.
+            at most 10,000 (electra: the reference's 10,000 of 1,000,000 steps, without the cap).
         optimizer: "adamw" or "lamb".
         weight_decay: float. Decoupled weight decay (not on LayerNorm or biases).
         accumulation_steps: int. Batches per optimizer step.
@@ -174,7 +174,9 @@ def pretrain(
         seed: int. Seed of initialisation, data order and masking.
         output_bias_init: "zeros" (the paper) or "unigram": the masked LM's
             output bias starts at the log frequencies of the data's masked
-            tokens (fresh heads only; see `training.output_bias`).
+            tokens (fresh heads only; see `training.output_bias`). Refused
+            for electra: its generator would sample frequent words from
+            step 0 and the discriminator would learn nothing.
         dropout: float or None. Dropout rate during this run (default: the
             preset's); the preset written at the end keeps the starting
             preset's rate, the one fine-tuning uses.
@@ -198,10 +200,12 @@ def pretrain(
             `corpus`' masking, as `create_pretraining_data`'s: "token",
             "whole_word" or "ngram"; segmenter "jieba" cuts Chinese into words
             once, before the first epoch. Errors with `data` (records hold theirs).
-        pairing: str or None. `corpus`' pairing: "nsp", "sop" or
-            "full_sentences" (see `create_pretraining_data`); None: the
-            objective's own (nsp for mlm_nsp and electra, sop for mlm_sop,
-            full_sentences for mlm). Records hold theirs; an objective that
+        pairing: str or None. `corpus`' pairing: "nsp", "sop",
+            "full_sentences" (see `create_pretraining_data`) or "segments"
+            (ELECTRA's plain two-segment examples); None: the objective's
+            own (nsp for mlm_nsp, sop for mlm_sop, full_sentences for mlm,
+            segments for electra). With token masking, full_sentences and
+            segments are packed once and masked anew at every step. Records hold theirs; an objective that
             cannot learn from the data's pairing is refused.
         phase2_data, phase2_steps, phase2_batch_size, phase2_max_seq_length:
             two-phase pretraining (`training.phases`, the paper's 90% of steps
@@ -258,6 +262,8 @@ def _run(settings, resolved, distribution):
         settings.say(f"Run in {run_dir} already finished ({settings.steps} steps); its preset is {run_dir / PRESET_FOLDER}.")
         return run_dir
     distribution.per_replica_batch_size(settings.batch_size)
+    if settings.objective == "electra":
+        settings.say(_electra_recipe_line(settings))
     settings.say(
         f"Distribution: {distribution.name}, {distribution.num_replicas} replica(s), global batch {settings.batch_size}; "
         f"peak learning rate {settings.learning_rate:g}."
@@ -270,6 +276,25 @@ def _run(settings, resolved, distribution):
         write_run_config(run_dir, config)
     phases.train(settings, resolved, pretrainer, distribution, checkpoint_dir)
     return run_dir
+
+
+def _electra_recipe_line(settings):
+    from keras_bert_app.models import electra_recipe
+    from keras_bert_app.training.objectives import masked_after_batching
+
+    if masked_after_batching(settings):
+        masks = "packed once, masked anew at every step"
+    elif settings.data:
+        masks = "the records' masked positions, their tokens drawn anew at every step"
+    else:
+        masks = "pairs and masks drawn anew every epoch"
+    return (
+        f"ELECTRA recipe (google-research/electra configure_pretraining.py): peak rate {settings.learning_rate:g} "
+        f"(reference {electra_recipe.PRETRAINING_LEARNING_RATE:g} at batch {electra_recipe.PRETRAINING_BATCH_SIZE}, "
+        f"scaled to batch {settings.batch_size * settings.accumulation_steps} unless given), warmup "
+        f"{settings.warmup_steps} of {settings.steps} steps (reference {electra_recipe.PRETRAINING_WARMUP_STEPS:,} of "
+        f"{electra_recipe.PRETRAINING_TOTAL_STEPS:,}), data pairing {settings.pairing}, {masks}."
+    )
 
 
 # === Arguments ===
@@ -299,7 +324,7 @@ def _checked_settings(
     if rtd_weight is not None:
         errors.check_number("rtd_weight", rtd_weight, minimum=0)
     if warmup_steps is None:
-        warmup_steps = min(10_000, steps // 100)
+        warmup_steps = _default_warmup_steps(objective, steps)
     errors.check_type("warmup_steps", warmup_steps, int)
     if not 0 <= warmup_steps <= steps:
         raise errors.ArgumentError("warmup_steps", f"warmup_steps must be in [0, steps={steps}]; got {warmup_steps}.")
@@ -343,6 +368,15 @@ def _checked_settings(
         output_bias_init=output_bias_init, dropout=dropout, peak_tflops=peak_tflops, verbose=verbose, log=log,
         objective=objective, generator_size=generator_size, rtd_weight=rtd_weight, **phase2,
     )
+
+
+def _default_warmup_steps(objective, steps):
+    """1% of the steps, at most 10,000; ELECTRA: the reference's share (`models.electra_recipe`)."""
+    if objective == "electra":
+        from keras_bert_app.models.electra_recipe import pretraining_warmup_steps
+
+        return pretraining_warmup_steps(steps)
+    return min(10_000, steps // 100)
 
 
 # === Model ===

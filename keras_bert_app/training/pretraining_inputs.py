@@ -64,7 +64,13 @@ def data_arguments(data, corpus, max_seq_length=None, max_predictions=None, **ma
     scheme = masking_scheme(masking["masking"], masking["max_ngram"], masking["whole_word_masking"], segmenter)
     errors.check_type("entity_masking", entity_masking, bool)
     if masking["pairing"] is not None:
-        errors.check_choice("pairing", masking["pairing"], ("nsp", "sop", "full_sentences"))
+        errors.check_choice("pairing", masking["pairing"], ("nsp", "sop", "full_sentences", "segments"))
+        if masking["pairing"] == "segments" and (scheme != "token" or segmenter is not None):
+            raise errors.ArgumentError(
+                "pairing", f"pairing 'segments' (ELECTRA's) is masked after batching, token by token; expected "
+                f"masking 'token' without a segmenter, got masking {scheme!r}"
+                + (f" with segmenter {segmenter!r}." if segmenter is not None else "."),
+            )
     if entity_masking and segmenter != "jieba":
         raise errors.ArgumentError(
             "entity_masking", f"entity masking needs segmenter='jieba' (its part-of-speech tags); got {segmenter!r}."
@@ -274,7 +280,7 @@ def pretraining_batches(settings, resolved, repeat=True):
             max_predictions_per_seq=settings.max_predictions, seed=settings.seed, drop_remainder=True,
             whole_word_masking=settings.whole_word_masking, masking=settings.masking, max_ngram=settings.max_ngram,
             segmenter=settings.segmenter, entity_masking=settings.entity_masking, log=settings.say,
-            pairing=settings.pairing,
+            pairing=settings.pairing, corruption=get_objective(settings.objective).corruption,
         )
         dataset = dataset.repeat() if repeat else dataset
     return get_objective(settings.objective).prepare_batches(dataset, settings, resolved)

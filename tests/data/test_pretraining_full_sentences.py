@@ -73,7 +73,8 @@ def test_packing_keeps_sentences_whole_and_crosses_documents_with_a_separator():
         assert used + (next_end - next_start) + 1 > 32 or next_end - next_start == 30
 
 
-def test_dynamic_pipeline_packs_each_epoch_anew_without_a_pair_label(wiki):
+def test_dynamic_pipeline_packs_once_and_masks_each_epoch_anew_without_a_pair_label(wiki):
+    """Packed once, as fairseq packs its blocks; every epoch a new order and new masks (`data.batch_masking`)."""
     from keras_bert_app.data.dynamic_pretraining import dynamic_pretraining_dataset
 
     corpus, tokenizer = wiki
@@ -87,4 +88,4 @@ def test_dynamic_pipeline_packs_each_epoch_anew_without_a_pair_label(wiki):
         epochs.append(np.concatenate([x["token_ids"].numpy() for x, _, _ in batches]))
     padding = np.concatenate([x["padding_mask"].numpy() for x, _, _ in batches])
     assert padding.mean() > 0.8  # about 0.86 at 128 tokens
-    assert not np.array_equal(epochs[0], epochs[1])  # new document order, new masks
+    assert not np.array_equal(epochs[0], epochs[1])  # new order, new masks

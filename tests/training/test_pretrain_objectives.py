@@ -164,8 +164,10 @@ def test_the_objective_table_names_the_choices_and_the_pairings_it_reads():
     from keras_bert_app.data.pretraining_instances import PAIRINGS
     from keras_bert_app.training.objectives import ALL_PAIRINGS, OBJECTIVES, get_objective
 
-    assert {"mlm_nsp", "mlm_sop", "mlm", "electra"} <= set(OBJECTIVES) and ALL_PAIRINGS == PAIRINGS
+    # The records' pairings, and ELECTRA's plain segments (a corpus only).
+    assert {"mlm_nsp", "mlm_sop", "mlm", "electra"} <= set(OBJECTIVES) and ALL_PAIRINGS == (*PAIRINGS, "segments")
     assert get_objective("mlm_sop").pairings == ("sop",) and get_objective("mlm_nsp").pairings == ("nsp",)
-    assert set(get_objective("mlm").pairings) == set(PAIRINGS) and get_objective("mlm").pairings[0] == "full_sentences"
+    assert set(get_objective("mlm").pairings) == set(ALL_PAIRINGS) and get_objective("mlm").pairings[0] == "full_sentences"
+    assert get_objective("electra").pairings[0] == "segments" and get_objective("electra").corruption == (0.85, 0.0)
     with pytest.raises(errors.ArgumentError, match="objective"):
         get_objective("sop")
