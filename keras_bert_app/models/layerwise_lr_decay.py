@@ -36,10 +36,10 @@ def layerwise_multipliers(model, decay):
     factors = {}
     bottom = [encoder.embeddings] + ([encoder.embedding_projection] if getattr(encoder, "embedding_projection", None) else [])
     for layer in bottom:
-        for variable in layer.weights:
+        for variable in layer.trainable_weights:
             factors[variable.path] = decay ** (num_layers + 2)
     for index, block in enumerate(encoder.transformer_layers):
-        for variable in block.weights:
+        for variable in block.trainable_weights:
             factors[variable.path] = decay ** (num_layers + 1 - index)
     return factors
 

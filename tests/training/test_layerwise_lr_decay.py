@@ -32,12 +32,12 @@ def test_multipliers_equal_electras_layer_rates(num_layers):
     factors = layerwise_multipliers(classifier, decay)
     reference = electra_layer_lrs(1.0, decay, num_layers)
     encoder = classifier.encoder
-    for variable in encoder.embeddings.weights:
+    for variable in encoder.embeddings.trainable_weights:
         assert factors[variable.path] == pytest.approx(reference["/embeddings/"]), variable.path
-    for variable in encoder.embedding_projection.weights:
+    for variable in encoder.embedding_projection.trainable_weights:
         assert factors[variable.path] == pytest.approx(reference["/embeddings_project/"]), variable.path
     for index in range(num_layers):
-        for variable in encoder.transformer_layers[index].weights:
+        for variable in encoder.transformer_layers[index].trainable_weights:
             assert factors[variable.path] == pytest.approx(reference[f"encoder/layer_{index}/"]), variable.path
     # The pooler and the head: no key of the reference matches them (full rate), as `task_specific/` gets.
     encoder_paths = {v.path for v in encoder.weights}
