@@ -36,26 +36,18 @@ class BertTokenizer(TokenizerLayer):
     continuation pieces; a word that cannot be decomposed, or that has more
     than `max_input_chars_per_word` characters, becomes `[UNK]`.
 
-    Special tokens written in the text: with `special_tokens_in_strings=False`
-    (the default) a literal `[CLS]`, `[SEP]`, `[MASK]`, `[PAD]` or `[UNK]` in
-    the input is ordinary text, so `"the [CLS] token"` gives `the`, `[`,
-    `cl`, `##s`, `]`, `token`, exactly as the original `FullTokenizer` does;
-    user text can then never inject a `[SEP]` that splits a segment, or a
-    `[CLS]`. With `special_tokens_in_strings=True` each of those five
-    literals, matched exactly and case-sensitively in the raw text before
-    cleaning and normalisation, is its one special id, as HF `tokenizers`
-    does (keras-hub's option of that name leaves out `[UNK]`):
-    `"foo[SEP]bar"` gives `foo`, `[SEP]`, `bar`; `"[sep]"` and `"[ SEP]"`
-    stay text; the offsets of a special token span its literal. Use it to
-    get HF's ids (`BertTokenizer.from_preset(name,
-    special_tokens_in_strings=True)`), or to send `[MASK]`s in fill-in text.
-    The setting is saved in the config and the preset, so preprocessors,
-    `tf.data` pipelines and exported SavedModels follow it.
+    Special tokens written in the text: by default (the original's rule) a
+    literal `[CLS]`, `[SEP]`, `[MASK]`, `[PAD]` or `[UNK]` is ordinary text
+    (`"the [CLS] token"` gives `the`, `[`, `cl`, `##s`, `]`, `token`), so user
+    text can never inject a segment break. With
+    `special_tokens_in_strings=True` (HF `tokenizers`' rule) each of those
+    literals, matched exactly and case-sensitively, is its special id:
+    `"foo[SEP]bar"` gives `foo`, `[SEP]`, `bar`. The setting is saved in the
+    config and the preset, so preprocessors and SavedModels follow it.
 
-    It runs as TF ops (tensorflow-text's FastWordpiece underneath), so it works
-    inside `tf.data` and an exported SavedModel under every Keras backend.
-    Called on strings it returns token ids: a scalar string gives a 1-D
-    `tf.Tensor`, a batch `[batch]` a `tf.RaggedTensor` `[batch, (tokens)]`.
+    Runs as TF ops (tensorflow-text's FastWordpiece), inside `tf.data` and a
+    SavedModel under every Keras backend. A scalar string gives a 1-D
+    `tf.Tensor` of ids, a batch a `tf.RaggedTensor` `[batch, (tokens)]`.
 
     The ids equal HF `tokenizers.BertWordPieceTokenizer(vocab, lowercase=...,
     strip_accents=None, clean_text=True, handle_chinese_chars=True)` with
@@ -70,10 +62,8 @@ class BertTokenizer(TokenizerLayer):
       scripts), and CJK Extension E U+2B820..U+2B91F, which HF's copy of the
       CJK ranges misses (tests/preprocessing/test_hf_equality.py lists them).
 
-    Bad input: empty, whitespace-only and control-only strings give no ids;
-    invalid UTF-8 is replaced by U+FFFD and dropped; emoji and symbols absent
-    from the vocabulary give `[UNK]`; very long strings are fine; a word
-    over the cap is one `[UNK]`.
+    Bad input: empty or whitespace-only strings give no ids; invalid UTF-8
+    is replaced by U+FFFD and dropped; unknown symbols give `[UNK]`.
 
     Args:
         vocabulary: str or `pathlib.Path` of a `vocab.txt`, or a list of str

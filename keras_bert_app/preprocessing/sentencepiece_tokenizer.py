@@ -36,20 +36,10 @@ class SentencePieceTokenizer(TokenizerLayer):
     `tf.RaggedTensor` `[batch, (tokens)]`.
 
     The ids equal transformers' `AlbertTokenizer` built from the same
-    `spiece.model` (`add_special_tokens=False`) on ordinary text. The
-    differences: literal special tokens in the text (`[SEP]`, `[MASK]`)
-    stay text here (HF matches them, as `BertTokenizer`'s
-    `special_tokens_in_strings=True` would); marks are the Unicode category
-    M (HF's rule; the original drops characters of non-zero combining
-    class, which keeps ~1,500 marks of class 0: most vowel signs of Indic
-    and Thai script, enclosing marks such as the keycap U+20E3); whitespace
-    is Unicode's (HF's; Python's `split` also splits at U+001C..U+001F);
-    lower-casing is Python's `str.lower`, the original's (a word-final
-    "Σ" becomes "ς"; HF's Rust `Lowercase` gives "σ"); a NUL is an unknown
-    character; Hangul follows SentencePiece (HF's `AlbertTokenizer` makes
-    whole Korean words `<unk>`); neither applies the original's re-split
-    of pieces that end in a digit and a comma (HF's `AlbertTokenizer` from
-    `spiece.model` does not either).
+    `spiece.model` (`add_special_tokens=False`) on ordinary text. Literal
+    special tokens (`[SEP]`, `[MASK]`) stay text here; rare edge cases (marks
+    of combining class 0, exotic whitespace, a word-final "Σ", Hangul) differ
+    from HF or from the original script.
 
     Args:
         proto: str or path of a SentencePiece model (`spiece.model`), or its
