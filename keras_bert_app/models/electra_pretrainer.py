@@ -81,14 +81,11 @@ class ElectraPretrainer(BertTask):
     entries, such as `nsp`, are ignored), sample weights `{"mlm": 1 for a
     real prediction, 0 for padding}` — the batches `BertPretrainer` takes.
 
-    Metrics: `generator_mlm_loss`, `generator_mlm_accuracy` (real
-    predictions), `discriminator_loss`, `discriminator_accuracy` (real
-    tokens), `discriminator_precision` and `discriminator_recall` (of the
-    "replaced" class; recall is the accuracy on replaced tokens),
-    `discriminator_auc` (ROC AUC of its probabilities over real tokens, as
-    the official code's `disc_auc`: how well it ranks replaced tokens above
-    original ones, whatever the threshold) and `replaced_token_rate` (share
-    of real tokens the generator replaced).
+    Metrics: `generator_mlm_loss`, `generator_mlm_accuracy`,
+    `discriminator_loss`, `discriminator_accuracy`, `discriminator_precision`
+    and `discriminator_recall` (of the "replaced" class), `discriminator_auc`
+    (ROC AUC over real tokens, the official code's `disc_auc`) and
+    `replaced_token_rate` (share of real tokens the generator replaced).
 
     Example:
     ```python
