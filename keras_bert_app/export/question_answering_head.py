@@ -25,9 +25,7 @@ class QuestionAnsweringHead(ServingHead):
     first `sequence_length - 3 - question pieces` pieces of the context.
 
     The best span is searched exhaustively among the context pieces: start
-    <= end, at most `max_answer_length` pieces, highest start + end logit
-    (the original post-processing ranks the same score but only over the
-    top-20 starts x top-20 ends, which can miss the best valid span).
+    <= end, at most `max_answer_length` pieces, highest start + end logit.
 
     Outputs: `start_logits`, `end_logits` float32 [batch, seq] (with length
     buckets, 0 at padding positions);
