@@ -49,18 +49,13 @@ class BertTokenizer(TokenizerLayer):
     SavedModel under every Keras backend. A scalar string gives a 1-D
     `tf.Tensor` of ids, a batch a `tf.RaggedTensor` `[batch, (tokens)]`.
 
-    The ids equal HF `tokenizers.BertWordPieceTokenizer(vocab, lowercase=...,
-    strip_accents=None, clean_text=True, handle_chinese_chars=True)` with
-    `add_special_tokens=False` on text without literal special tokens, and
-    on all text with `special_tokens_in_strings=True` (HF matches the
-    literals; by default the lines that hold one follow the original), except:
-    - the per-word cap: 200 characters here (the original's), 100 in HF;
-    - unassigned code points are kept (they make their word `[UNK]`), as HF
-      does; the original Python drops them;
-    - ~1,000 rare code points whose Unicode category is newer than HF's
-      Unicode 9 tables (marks, format characters and punctuation of recent
-      scripts), and CJK Extension E U+2B820..U+2B91F, which HF's copy of the
-      CJK ranges misses (tests/preprocessing/test_hf_equality.py lists them).
+    The ids equal HF `tokenizers.BertWordPieceTokenizer` (`clean_text`,
+    `handle_chinese_chars`, `add_special_tokens=False`) on text without
+    literal special tokens, and on all text with
+    `special_tokens_in_strings=True`, except: the per-word cap is the
+    original's 200 characters (HF: 100), and ~1,000 rare code points newer
+    than HF's Unicode 9 tables (and CJK Extension E U+2B820..U+2B91F) are
+    classified by current Unicode (tests/preprocessing/test_hf_equality.py).
 
     Bad input: empty or whitespace-only strings give no ids; invalid UTF-8
     is replaced by U+FFFD and dropped; unknown symbols give `[UNK]`.

@@ -26,14 +26,11 @@ class SentencePieceTokenizer(TokenizerLayer):
     """ALBERT's SentencePiece tokenizer (Lan et al. 2019), as TensorFlow ops.
 
     ALBERT's normalisation runs first, as google-research/albert's
-    `preprocess_text` and HF's `AlbertTokenizer` do: "``" and "''" become
-    `"`; with `strip_accents`, NFKD then combining marks dropped; with
-    `lowercase`, lower-casing; runs of whitespace become one space, none at
-    the ends. Then the SentencePiece model (its own normaliser included)
-    runs in tensorflow-text's `SentencepieceTokenizer` op, so the tokenizer
-    works inside `tf.data` and an exported SavedModel on every Keras backend.
-    A scalar string gives a 1-D `tf.Tensor` of ids, a batch `[batch]` a
-    `tf.RaggedTensor` `[batch, (tokens)]`.
+    `preprocess_text` and HF's `AlbertTokenizer` do ("``" and "''" become
+    `"`, optional accent stripping and lower-casing, whitespace collapsed),
+    then the SentencePiece model in tensorflow-text's op: it works inside
+    `tf.data` and a SavedModel on every Keras backend. A scalar string gives
+    a 1-D `tf.Tensor` of ids, a batch a `tf.RaggedTensor` `[batch, (tokens)]`.
 
     The ids equal transformers' `AlbertTokenizer` built from the same
     `spiece.model` (`add_special_tokens=False`) on ordinary text. Literal
@@ -94,12 +91,9 @@ class SentencePieceTokenizer(TokenizerLayer):
     def _sentencepiece(self):
         """TF Text's SentencePiece tokenizer, its model resource made in the graph being traced.
 
-        TF Text's model resource is owned by the kernel that creates it: an
-        eager one is deleted whenever TF clears its kernel cache, as
-        `tf.random.set_seed` (so `keras.utils.set_random_seed`) does, and
-        every later call fails with "Resource ... does not exist". Made in
-        each traced graph (our eager calls run through tf.functions), it
-        lives with that graph, and a SavedModel carries it in its functions.
+        An eager model resource is deleted whenever TF clears its kernel cache
+        (as `tf.random.set_seed` does), and later calls fail; made in each
+        traced graph, it lives with that graph and goes into SavedModels.
         """
         if tf.executing_eagerly():
             raise RuntimeError("SentencePieceTokenizer: TF Text's tokenizer is only made inside a traced graph.")
@@ -156,12 +150,9 @@ class SentencePieceTokenizer(TokenizerLayer):
 
         Offsets are UTF-8 byte offsets into each input string (start
         inclusive, end exclusive; invalid UTF-8 is first replaced by U+FFFD),
-        so `text.encode()[start:end]` is the original text of a piece, without
-        the space its "\u2581" stands for (as HF's `trim_offsets`) or the
-        characters SentencePiece drops (controls, zero-width characters) at
-        its ends (as HF); a "\u2581" piece alone spans the character after it
-        (as HF). The normalisation runs character by character here to keep
-        the alignment; the ids equal `tokenize`'s.
+        as HF gives them: without the space a "▁" stands for or the
+        characters SentencePiece drops at a piece's ends; a lone "▁" piece
+        spans the character after it. The ids equal `tokenize`'s.
 
         Returns:
             (ids, starts, ends): the shapes of `tokenize(inputs)`; offsets int64.
