@@ -104,12 +104,9 @@ def last_metrics(run_dir: pathlib.Path) -> dict[str, float]:
 def pretrain_in_child(arguments: dict, log: Log = print) -> dict:
     """`pretrain_arm(**arguments)` in a fresh Python process; returns its `seconds` and `peak_rss_mib`.
 
-    `peak_rss_mib` is the child's own peak resident memory (`peak_resident_mib`):
-    the whole process (interpreter, Keras and the backend, XLA compilation,
-    data pipeline and model), read as it ends. The
-    child's progress goes to this process' stdout/stderr. Arguments must be
-    JSON values (`recipe` a dict); a typed error in the child is raised here
-    again as the same class.
+    `peak_rss_mib` is the child's whole-process peak resident memory, read as
+    it ends. Arguments must be JSON values (`recipe` a dict); a typed error
+    in the child is raised here again as the same class.
     """
     root = pathlib.Path(__file__).resolve().parents[2]  # the folder holding keras_bert_app
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
