@@ -1,25 +1,16 @@
 """The pretraining objectives `kba.pretrain` knows: how each builds its model and prepares its batches.
 
-One row per objective in `OBJECTIVES`:
-- "mlm_nsp": BERT's masked LM + next sentence prediction (`BertPretrainer`;
-  `next_sentence_prediction=False` keeps the masked LM only).
-- "mlm_sop": ALBERT's masked LM + sentence-order prediction: the same
-  two-class head on the pooled `[CLS]` (output `nsp`, so `nsp_accuracy` in
-  the metrics is the SOP accuracy), trained on `sop` pairs.
-- "mlm": RoBERTa's masked LM alone (`BertPretrainer` without the sentence
-  head); it reads any pairing, `full_sentences` by default.
-- "electra": ELECTRA's replaced-token detection (`ElectraPretrainer`): a
-  generator `generator_size` of the encoder's size fills the masked
-  positions, the encoder learns to find the replaced tokens. Its recipe is
-  the reference's (`models.electra_recipe`): a corpus is packed into plain
-  two-segment examples (`segments`) masked anew at every step, 85% `[MASK]`
-  and 15% kept; records' masked positions are re-corrupted that way
-  (`data.electra_masking`); `output_bias_init="unigram"` is refused.
+One row per objective in `OBJECTIVES`: "mlm_nsp" (BERT's masked LM + next
+sentence prediction, `BertPretrainer`), "mlm_sop" (ALBERT's sentence-order
+prediction on the same head, so `nsp_accuracy` is the SOP accuracy), "mlm"
+(RoBERTa's masked LM alone, on `full_sentences` by default) and "electra"
+(replaced-token detection, `ElectraPretrainer`, with the reference's recipe
+`models.electra_recipe`: plain two-segment examples masked anew at every
+step, 85% `[MASK]` and 15% kept).
 
-A new objective adds a row: its model (a `BertTask` with the pretrainers'
-API), its batch transform, the variable `output_bias_init="unigram"` sets,
-its FLOPs per sequence for the throughput line and the pairings of the data
-it can learn from (`check_pairing` refuses the others).
+A new objective adds a row: its model, its batch transform, the variable
+`output_bias_init="unigram"` sets, its FLOPs per sequence and the pairings
+of the data it can learn from (`check_pairing` refuses the others).
 """
 
 import dataclasses
