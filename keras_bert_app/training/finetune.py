@@ -8,15 +8,12 @@ result = kba.finetune("classify", "runs/mini/preset", "runs/topics", train="trai
 result.metrics["dev"]["accuracy"], result.preset
 ```
 
-The task (a `keras_bert_app.tasks` class, or its registry name: "classify",
-"glue", "swag", "ner", "squad") reads its files, builds its model and scores
-it; this loop trains it. A run folder gets `metrics.json` (the official dev
-metrics), `logs/` (TensorBoard and `history.csv`), the dev predictions
-(`<dev>_predictions.jsonl`; SQuAD: `predictions.json`,
-`nbest_predictions.json`, v2.0 `null_odds.json`) and `preset/`: the
-fine-tuned model as a preset folder (vocabulary, encoder, task weights and
-a "task" entry naming the model class, labels and how to read its input)
-that `predict`, `evaluate` and `export_for_serving` take.
+The task (a `keras_bert_app.tasks` class, or its registry name) reads its
+files, builds its model and scores it; this loop trains it. A run folder
+gets `metrics.json` (the official dev metrics), `logs/` (TensorBoard and
+`history.csv`), the dev predictions and `preset/`: the fine-tuned model as a
+preset folder (with a "task" entry naming the model class, labels and how
+to read its input) that `predict`, `evaluate` and `export_for_serving` take.
 """
 
 import dataclasses

@@ -1,17 +1,13 @@
 """`kba.pretrain`: masked LM + NSP or ELECTRA pretraining that resumes after a kill.
 
-A run lives in one folder (`output`): `run_config.json` (the arguments that
-define the run), `checkpoints/` (model + optimizer every `checkpoint_every`
-steps), `logs/` (TensorBoard), `metrics.csv`, and at the end `preset/`, a
-preset folder that `BertEncoder.from_preset` and `BertPretrainer.from_preset`
-load. Calling again with the same arguments after a kill continues from the
-last checkpoint: same weights, optimizer state, schedule step and data
-position, ending at the same total step. `keras_bert_app.data` makes the
-batches (TFRecords from `create_pretraining_data`, or dynamic masking of
-corpus files). The objective (`training.objectives`) chooses the model and
-its batch transform; `training.run_folder` checks the folder and writes the
-preset; `training.pretraining_inputs` chooses the data. `keras-bert-app
-pretrain` is this function on the command line.
+A run lives in one folder (`output`): `run_config.json`, `checkpoints/`,
+`logs/` (TensorBoard), `metrics.csv`, and at the end `preset/`, which
+`BertEncoder.from_preset` and `BertPretrainer.from_preset` load. Calling
+again with the same arguments after a kill continues from the last
+checkpoint: same weights, optimizer state, schedule step and data position.
+The objective (`training.objectives`) chooses the model and its batch
+transform; `training.pretraining_inputs` the data; `training.run_folder`
+checks the folder and writes the preset.
 """
 
 import dataclasses
