@@ -60,9 +60,8 @@ def quickstart(
     Pretrains `preset`'s config from scratch on BBC News (or on `corpus`),
     fine-tunes a topic classifier from the pretrained and from the random
     encoder, compares their frozen features, exports the classifier for TF
-    Serving and writes `report.md`. Seeded: the same arguments give the
-    same figures. A second call with the same arguments continues an
-    interrupted run; finished stages are skipped.
+    Serving and writes `report.md`. Seeded; a second call with the same
+    arguments continues an interrupted run.
 
     Args:
         output: str or path. Folder of the whole run (created).
