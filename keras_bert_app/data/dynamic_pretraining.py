@@ -65,9 +65,8 @@ def dynamic_pretraining_dataset(
             the dataset is built).
         entity_masking: bool. With `segmenter="jieba"`, named entities are
             units (see `segmentation.jieba_entity_segmenter`).
-        log: optional callable taking a str: gets a line on the corpus
-            (documents, sentences, tokens, files), the segmentation summary
-            (and, for `sop`, the number of one-sentence documents skipped).
+        log: optional callable taking a str: gets lines on the corpus, the
+            segmentation and (`sop`) the one-sentence documents skipped.
         pairing: str. `nsp`, `sop`, `full_sentences` (see
             `InstanceMaker`) or `segments` (ELECTRA's plain two-segment
             examples, `electra_segments`; token masking only). With token

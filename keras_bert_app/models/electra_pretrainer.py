@@ -286,14 +286,12 @@ class ElectraPretrainer(BertTask):
     def save_to_preset(self, preset_dir):
         """Write the discriminator as an encoder preset, the generator and heads, and `generator/`.
 
-        `preset_dir` holds `config.json` (the discriminator's `encoder` entry
-        and an `electra_pretrainer` entry), `model.weights.h5` and
-        `electra_pretrainer.weights.h5` (generator, heads, sampler state);
-        `preset_dir/generator/` is the generator on its own: a `BertEncoder`
-        preset whose `pretrainer.weights.h5` holds its masked-LM head, so
+        `preset_dir` holds the discriminator's encoder preset plus an
+        `electra_pretrainer` config entry and `electra_pretrainer.weights.h5`
+        (generator, heads, sampler state); `preset_dir/generator/` is the
+        generator as an encoder preset with its masked-LM head, which
         `BertPretrainer.from_preset(..., next_sentence_prediction=False)`
-        loads it as a masked LM. Other `config.json` entries of both folders
-        (tokenizer) are kept.
+        loads. Other `config.json` entries (tokenizer) are kept.
 
         Returns:
             pathlib.Path of the folder.

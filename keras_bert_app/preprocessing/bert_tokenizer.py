@@ -116,45 +116,34 @@ class BertTokenizer(TokenizerLayer):
 
         # === TF resources ===
         self._id_dtype = tf.int32 if dtype == "int32" else tf.int64
+
+        def wordpiece(max_bytes_per_word, no_pretokenization):
+            return tf_text.FastWordpieceTokenizer(
+                vocab=self._vocabulary, suffix_indicator=SUFFIX_INDICATOR, max_bytes_per_word=max_bytes_per_word,
+                token_out_type=self._id_dtype, unknown_token=self.unk_token, no_pretokenization=no_pretokenization,
+            )
+
         # The fast path: FastWordpiece splits on whitespace, punctuation and
         # CJK ideographs itself ("end-to-end"), as BERT does. It caps words in
         # bytes, not characters: a word of more than `cap` bytes comes out as
         # one [UNK], and its line is redone on the exact path below.
-        self._text_wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self._vocabulary,
-            suffix_indicator=SUFFIX_INDICATOR,
-            max_bytes_per_word=self.max_input_chars_per_word,
-            token_out_type=self._id_dtype,
-            unknown_token=self.unk_token,
-            no_pretokenization=False,
-        )
+        self._text_wordpiece = wordpiece(self.max_input_chars_per_word, no_pretokenization=False)
         # The exact path (and offsets): words split from the raw text, then
         # WordPiece per word; a word of n characters has at most 4n bytes.
         self._max_bytes_per_word = 4 * self.max_input_chars_per_word
-        self._word_wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self._vocabulary,
-            suffix_indicator=SUFFIX_INDICATOR,
-            max_bytes_per_word=self._max_bytes_per_word,
-            token_out_type=self._id_dtype,
-            unknown_token=self.unk_token,
-            no_pretokenization=True,
-        )
+        self._word_wordpiece = wordpiece(self._max_bytes_per_word, no_pretokenization=True)
         self._tokens_tensor = tf.constant(self._vocabulary)
         self._special_token_ids = [self._token_to_id[token] for token in SPECIAL_TOKENS]
         # Eager calls run op by op until enough work makes a compiled graph
         # pay (`eager_calls`); that graph splits a large batch in shards
         # that run in parallel (one per CPU core).
         strings = [tf.TensorSpec([None], tf.string)]
-        self._tokenize_graph = tf.function(
-            self._tokenize_sharded, input_signature=strings, autograph=False
-        )
+        self._tokenize_graph = tf.function(self._tokenize_sharded, input_signature=strings, autograph=False)
         # Traced once and called from each shard, and from the fast path's
         # redo of long words: one copy of each graph, not one per call site
         # (tracing, not running, is most of a first call's cost).
         self._batch_graph = tf.function(self._tokenize_batch, input_signature=strings, autograph=False)
-        self._exact_graph = tf.function(
-            self._tokenize_text_with_offsets, input_signature=strings, autograph=False
-        )
+        self._exact_graph = tf.function(self._tokenize_text_with_offsets, input_signature=strings, autograph=False)
         self._tokenize_with_offsets_graph = tf.function(
             self._tokenize_with_offsets_batch, input_signature=strings, autograph=False
         )
