@@ -1,11 +1,10 @@
 """Typed errors of the stage functions.
 
-Every stage function (`kba.pretrain`, `kba.finetune`, ...) raises one of
-these for bad input, with a message that names the argument, file, line or
-field, and what was expected against what came. The command line prints the
-message as one line on stderr and exits with code 2; Python callers catch
-`KerasBertAppError` (or the built-in class each one also is: `ValueError`,
-`FileNotFoundError`, `FileExistsError`, `TypeError`).
+Every stage function raises one of these for bad input, with a message that
+names the argument, file, line or field, and what was expected against what
+came. The command line prints it as one line on stderr and exits with code
+2; Python callers catch `KerasBertAppError` (or the built-in class each one
+also is: `ValueError`, `FileNotFoundError`, `FileExistsError`, `TypeError`).
 
 This module imports nothing from the package: every layer may raise these.
 """

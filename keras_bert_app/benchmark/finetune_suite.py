@@ -2,10 +2,8 @@
 
 Each (dataset, implementation) runs once in its own fresh process (ours:
 `keras-bert-app finetune classify` itself; the peers: `finetune_worker`),
-timed from start to exit: imports, loading the
-checkpoint, tokenizing, training, evaluating the dev set (ours also writes
-its run folder and preset, as the command does). One run each: wall times on
-a shared machine are noisy, so read ratios under ~1.2x as ties.
+timed from start to exit. Wall times on a shared machine are noisy: read
+small ratios as ties.
 """
 
 import json

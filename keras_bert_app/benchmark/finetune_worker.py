@@ -1,33 +1,23 @@
 """One fine-tuning run of `bench --task finetune`, in its own process: `python -m ... '<spec JSON>'`.
 
 Every implementation fine-tunes the same checkpoint on the same CSVs with the
-same recipe (epochs, batch, max length, peak learning rate; AdamW with 10%
-warmup and linear decay where the implementation lets us say so) and prints
-its dev accuracy on one `BENCH_RESULT` line. The parent times the whole
-process, from start to exit: imports, loading, tokenizing, training,
-evaluating.
+same recipe and prints its dev accuracy on one `BENCH_RESULT` line; the
+parent times the whole process.
 
-    ours               `keras-bert-app finetune classify` (defaults): not a worker, the console script's
-                       own process (`processes.run_console_process`, `ours_command_line`)
+    ours               `keras-bert-app finetune classify` (defaults), the console script's own process
+                       (`processes.run_console_process`, `ours_command_line`)
     ours-no-bucketing  the same with `--no-bucketing`: every batch padded to the max length
-    ours-random-batches  the same with `--no-group-by-length`: training batches of random examples, each
-                       cut to its longest (the default groups them by length: see `kba.finetune`)
-    keras-hub          `TextClassifier.from_preset` (`BertTextClassifier` for a BERT checkpoint such as
-                       MiniLM, `AlbertTextClassifier` for ALBERT) with its own preprocessor at the max
-                       length, `fit` with its compile defaults (Adam at the learning rate), then `predict`
-                       (a checkpoint saved by transformers 5 gets the vocab.txt or spiece.model keras-hub
-                       wants: `keras_hub_checkpoint`)
-    hf-grouped         transformers `AutoModelForSequenceClassification` (the checkpoint's own class:
-                       `BertForSequenceClassification` for BERT, ELECTRA's and ALBERT's for theirs: see
-                       `hf_classifier`) + torch: `DataCollatorWithPadding` (each batch padded to its
-                       longest) and `get_length_grouped_indices` (`group_by_length`)
+    ours-random-batches  the same with `--no-group-by-length`: training batches of random examples
+    keras-hub          `TextClassifier.from_preset` with its own preprocessor at the max length, `fit`
+                       with its compile defaults, then `predict` (`keras_hub_checkpoint`)
+    hf-grouped         transformers `AutoModelForSequenceClassification` (`hf_classifier`) + torch:
+                       `DataCollatorWithPadding` and `get_length_grouped_indices` (`group_by_length`)
     hf-padded          the same, every batch padded to the max length, random order
 
 Not in the default run, for the bfloat16 side by side (`--implementations`):
 
     ours-mixed-precision  ours with `--mixed-precision` (Keras' mixed_bfloat16)
-    ours-group-by-length  ours with `--group-by-length`: today's default said aloud (the earlier
-                       versions' default was random batches)
+    ours-group-by-length  ours with `--group-by-length` (the default, said aloud)
     hf-grouped-bf16    hf-grouped under `torch.autocast("cpu", torch.bfloat16)`, as `Trainer(bf16=True)` on a CPU
 """
 
@@ -140,10 +130,8 @@ def hf_classifier(checkpoint, num_labels):
     """`(tokenizer, model)`: transformers' classifier of the checkpoint's own architecture, with its weights.
 
     `AutoModelForSequenceClassification` picks the class of the checkpoint's
-    `model_type` (BERT's, ELECTRA's, ALBERT's): `BertForSequenceClassification`
-    on an ELECTRA folder would load none of its weights, silently under
-    transformers' error-only logging (their names differ), and time a
-    randomly initialised model.
+    `model_type`: another family's class would silently load none of its
+    weights and time a randomly initialised model.
     """
     import transformers
 

@@ -1,22 +1,12 @@
 """The benchmark run: BERT speed side by side with keras-hub and HF transformers.
 
 In one run on one machine, for a preset (random weights) at one sequence
-length, it times:
-- a pretraining step (AdamW as `BertPretrainer.compile()` uses it): ours
-  (`BertPretrainer`, MLM + NSP, MLM logits at the masked positions only) on
-  each Keras backend, keras-hub `BertMaskedLM` (MLM only: keras-hub has no
-  NSP head) on the same backends, HF transformers `BertForPreTraining` (torch
-  AdamW; MLM logits at every position, NSP);
-- inference (encoder forward, sequence + pooled output to host memory) at
-  several batch sizes: ours `BertEncoder`, keras-hub `BertBackbone`, HF
-  `BertModel`;
-- and, from a source checkout, the tokenizer and pretraining-data benchmarks
-  (`tools/benchmark_tokenizer.py`, `tools/benchmark_pretraining_data.py`).
-
-Every model runs in its own subprocess (KERAS_BACKEND set there), so our JAX
-and PyTorch runs never import TensorFlow; keras-hub imports TensorFlow and is
-skipped where TensorFlow is not installed. Warmup steps (compilation) are not
-timed; a row reports the median of the timed steps.
+length, it times a pretraining step (ours `BertPretrainer` on each Keras
+backend, keras-hub `BertMaskedLM`, HF `BertForPreTraining`), inference at
+several batch sizes (`BertEncoder`, `BertBackbone`, `BertModel`) and, from a
+source checkout, the tokenizer and pretraining-data benchmarks of tools/.
+Every model runs in its own subprocess (KERAS_BACKEND set there); a row
+reports the median of the timed steps, after untimed warmup steps.
 """
 
 import json

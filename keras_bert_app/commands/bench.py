@@ -6,11 +6,9 @@
     keras-bert-app bench --task finetune                   # whole-process fine-tuning time, MiniLM-L6, 3 datasets
     keras-bert-app bench --task finetune --datasets headlines --implementations ours,hf-grouped --train-size 320
 
-Calls `keras_bert_app.benchmark.suite.run_benchmarks` (which says what is
-timed, and how), or with `--task finetune`
-`keras_bert_app.benchmark.finetune_suite.run_finetune_benchmark`, prints one
-table and the notes, and writes JSON. Exit
-status 1 when a measured run failed (its error is in the notes).
+Calls `keras_bert_app.benchmark.suite.run_benchmarks` (or, with `--task
+finetune`, `finetune_suite.run_finetune_benchmark`), prints one table and the
+notes, and writes JSON. Exit status 1 when a measured run failed.
 """
 
 import argparse

@@ -6,6 +6,8 @@
 import argparse
 import sys
 
+from keras_bert_app.commands.options import keywords
+
 
 def add_arguments(parser):
     parser.add_argument(
@@ -38,9 +40,7 @@ def run(args):
     output = build_vocabulary(
         args.corpus,
         args.output,
-        vocab_size=args.vocab_size,
-        lowercase=args.lowercase,
-        max_unique_characters=args.max_unique_characters,
+        **keywords(args, "vocab_size", "lowercase", "max_unique_characters"),
     )
     with open(output, encoding="utf-8") as file:
         num_tokens = sum(1 for _ in file)

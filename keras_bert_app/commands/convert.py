@@ -7,6 +7,8 @@ An HF BERT task class (`BertForSequenceClassification`, ...) becomes the fine-tu
 such a preset goes out to HF as that class.
 """
 
+from keras_bert_app.commands.options import keywords
+
 SOURCE_FORMATS = ("google", "huggingface", "keras-hub")
 TARGET_FORMATS = ("huggingface", "keras-hub")
 
@@ -52,10 +54,7 @@ def run(args):
     folder = convert_checkpoint(
         args.source,
         args.output,
-        source_format=args.source_format,
-        target_format=args.target_format,
-        overwrite=args.overwrite,
-        generator=args.generator,
+        **keywords(args, "source_format", "target_format", "overwrite", "generator"),
     )
     if args.target_format:
         print(f"Wrote {args.target_format.replace('-', '_')} checkpoint {folder}.")

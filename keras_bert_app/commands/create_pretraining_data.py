@@ -15,6 +15,8 @@
 import argparse
 import os
 
+from keras_bert_app.commands.options import keywords
+
 
 def add_masking_arguments(parser, when=""):
     """The masking flags, shared with `pretrain --corpus`; `when` adds to --segmenter's help."""
@@ -83,25 +85,13 @@ def run(args):
         args.input,
         args.output,
         _tokenizer(args),
-        lowercase=args.lowercase,  # None: as the --vocab file is
-        max_seq_length=args.max_seq_length,
-        max_predictions_per_seq=args.max_predictions_per_seq,
-        masked_lm_prob=args.masked_lm_prob,
-        short_seq_prob=args.short_seq_prob,
-        dupe_factor=args.dupe_factor,
-        seed=args.seed,
-        whole_word_masking=args.whole_word_masking,
-        masking=args.masking,
-        max_ngram=args.max_ngram,
-        segmenter=args.segmenter,
-        entity_masking=args.entity_masking,
-        pairing=args.pairing,
-        num_shards=args.num_shards,
-        workers=args.workers,
-        overwrite=args.overwrite,
         log=print,
-        runner=args.runner,
         beam_options=_beam_options(args),
+        **keywords(
+            args, "lowercase", "max_seq_length", "max_predictions_per_seq", "masked_lm_prob", "short_seq_prob",
+            "dupe_factor", "seed", "whole_word_masking", "masking", "max_ngram", "segmenter", "entity_masking",
+            "pairing", "num_shards", "workers", "overwrite", "runner",
+        ),
     )
     print(
         f"{summary['documents']} documents, {summary['instances']} instances, "

@@ -6,13 +6,11 @@
     keras-bert-app evaluate squad --data dev-v2.0.json --predictions predictions.json \\
         --na-prob-file null_odds.json
 
-The first reads a labelled file the way the model was trained and prints
-the task's official metrics (GLUE's per task, accuracy for SWAG, entity F1
-for NER, EM/F1 for SQuAD). `--conlleval` scores a file in conlleval's input
-layout (one token a line, gold tag next-to-last, predicted tag last).
-`evaluate squad` prints the JSON the official `evaluate-v1.1.py` /
-`evaluate-v2.0.py` print (the version comes from the data file unless
-`--version` is given); questions without a prediction are reported on stderr.
+The first prints the task's official metrics on a labelled file, read the
+way the model was trained. `--conlleval` scores a file in conlleval's input
+layout. `evaluate squad` prints the JSON the official `evaluate-v1.1.py` /
+`evaluate-v2.0.py` print; questions without a prediction are reported on
+stderr.
 """
 
 import json

@@ -5,6 +5,8 @@
 
 import json
 
+from keras_bert_app.commands.options import keywords
+
 
 def add_arguments(parser):
     from keras_bert_app.export.preset_loading import HEADS  # imports no TensorFlow
@@ -45,13 +47,8 @@ def run(args):
     target = export_for_serving(
         args.model,
         args.output,
-        version=args.version,
-        text_pair=args.text_pair,
-        top_k=args.top_k,
-        max_predictions=args.max_predictions,
-        head=args.head,
-        sequence_length=args.sequence_length,
         bucketing=not args.no_bucketing,
+        **keywords(args, "version", "text_pair", "top_k", "max_predictions", "head", "sequence_length"),
     )
     metadata_file = target / "assets.extra" / METADATA_FILE
     metadata = json.loads(metadata_file.read_text()) if metadata_file.is_file() else {}

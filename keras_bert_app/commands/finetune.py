@@ -14,7 +14,7 @@ TensorFlow), the shared ones (and their defaults) from its `DEFAULTS`.
 
 import argparse
 
-from keras_bert_app.commands.options import add_jit_compile_argument, jit_compile_value
+from keras_bert_app.commands.options import add_jit_compile_argument, jit_compile_value, keywords
 
 
 def add_arguments(parser):
@@ -38,20 +38,14 @@ def run(args):
         args.finetune_task,
         args.preset,
         args.output,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        sequence_length=args.sequence_length,
-        seed=args.seed,
         jit_compile=jit_compile_value(args),
         verbose=2,
         log=print,
-        layerwise_lr_decay=args.layerwise_lr_decay,
         bucketing=not args.no_bucketing,
-        group_by_length=args.group_by_length,
-        mixed_precision=args.mixed_precision,
-        strategy=args.strategy,
-        tpu=args.tpu,
+        **keywords(
+            args, "epochs", "batch_size", "learning_rate", "sequence_length", "seed", "layerwise_lr_decay",
+            "group_by_length", "mixed_precision", "strategy", "tpu",
+        ),
         **{name: value for name, value in options.items() if value is not None},
     )
     return 0

@@ -15,3 +15,8 @@ def add_jit_compile_argument(parser):
 def jit_compile_value(args):
     """The `jit_compile` argument of the stage functions for the parsed `--jit-compile`."""
     return JIT_COMPILE_VALUES[args.jit_compile]
+
+
+def keywords(args, *names):
+    """`{name: args.name}` for parsed options that a stage function takes under the same names."""
+    return {name: getattr(args, name) for name in names}

@@ -13,7 +13,7 @@ Rerunning the same command after a kill continues from the last checkpoint.
 """
 
 from keras_bert_app.commands.create_pretraining_data import add_masking_arguments
-from keras_bert_app.commands.options import add_jit_compile_argument, jit_compile_value
+from keras_bert_app.commands.options import add_jit_compile_argument, jit_compile_value, keywords
 
 
 def add_arguments(parser):
@@ -95,40 +95,15 @@ def run(args):
         args.preset,
         args.output,
         args.steps,
-        data=args.data,
-        corpus=args.corpus,
-        batch_size=args.batch_size,
-        learning_rate=args.learning_rate,
-        warmup_steps=args.warmup_steps,
-        optimizer=args.optimizer,
-        weight_decay=args.weight_decay,
-        accumulation_steps=args.accumulation_steps,
-        strategy=args.strategy,
-        tpu=args.tpu,
-        mixed_precision=args.mixed_precision,
         jit_compile=jit_compile_value(args),
         next_sentence_prediction=not args.no_nsp,
-        max_seq_length=args.max_seq_length,
-        max_predictions=args.max_predictions,
-        checkpoint_every=args.checkpoint_every,
-        seed=args.seed,
-        output_bias_init=args.output_bias_init,
-        dropout=args.dropout,
-        peak_tflops=args.peak_tflops,
-        verbose=args.verbose,
         log=print,
-        objective=args.objective,
-        generator_size=args.generator_size,
-        rtd_weight=args.rtd_weight,
-        whole_word_masking=args.whole_word_masking,
-        masking=args.masking,
-        max_ngram=args.max_ngram,
-        segmenter=args.segmenter,
-        entity_masking=args.entity_masking,
-        pairing=args.pairing,
-        phase2_data=args.phase2_data,
-        phase2_steps=args.phase2_steps,
-        phase2_batch_size=args.phase2_batch_size,
-        phase2_max_seq_length=args.phase2_max_seq_length,
+        **keywords(
+            args, "data", "corpus", "batch_size", "learning_rate", "warmup_steps", "optimizer", "weight_decay",
+            "accumulation_steps", "strategy", "tpu", "mixed_precision", "max_seq_length", "max_predictions",
+            "checkpoint_every", "seed", "output_bias_init", "dropout", "peak_tflops", "verbose", "objective",
+            "generator_size", "rtd_weight", "whole_word_masking", "masking", "max_ngram", "segmenter",
+            "entity_masking", "pairing", "phase2_data", "phase2_steps", "phase2_batch_size", "phase2_max_seq_length",
+        ),
     )
     return 0

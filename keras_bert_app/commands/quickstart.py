@@ -9,6 +9,8 @@ stage writes); run the same command again after an interruption and it
 continues where it stopped.
 """
 
+from keras_bert_app.commands.options import keywords
+
 
 def add_arguments(parser):
     from keras_bert_app.demo import chinese_settings as zh  # standard library only
@@ -53,21 +55,11 @@ def run(args):
     from keras_bert_app.demo.quickstart import quickstart
 
     result = quickstart(
-        output=args.output,
-        preset=args.preset,
-        steps=args.steps,
-        corpus=args.corpus,
-        seed=args.seed,
-        max_articles=args.max_articles,
-        sequence_length=args.sequence_length,
-        batch_size=args.batch_size,
-        dupe_factor=args.dupe_factor,
-        labeled_articles=args.labeled_articles,
-        vocab_size=args.vocab_size,
-        finetune_epochs=args.finetune_epochs,
-        language=args.language,
-        masking=args.masking,
         log=print,
+        **keywords(
+            args, "output", "preset", "steps", "corpus", "seed", "max_articles", "sequence_length", "batch_size",
+            "dupe_factor", "labeled_articles", "vocab_size", "finetune_epochs", "language", "masking",
+        ),
     )
     print(f"\nDone. Report: {result['report']}")
     return 0

@@ -1,18 +1,13 @@
 """`convert_checkpoint`: foreign checkpoints to our preset folders, and our presets back out.
 
-In:  Hugging Face (BERT, ELECTRA `ElectraModel`/`ElectraForPreTraining`/`ElectraForMaskedLM`, ALBERT with its
-     `spiece.model`; from transformers 5, `tokenizer.json` instead), keras-hub (`BertBackbone`, `ElectraBackbone`)
-     or an original Google release (BERT, ELECTRA, ALBERT) -> our preset folder (`config.json`, `vocab.txt` or
-     `spiece.model`, `model.weights.h5`, and the heads' weights when the checkpoint has them). An ELECTRA pair (an
-     original release, or an HF discriminator with `generator=` its generator folder) gives the discriminator's
-     preset with the generator's in `generator/`. HF task classes of the three families
-     (`BertForSequenceClassification`, `ElectraForSequenceClassification`, ...) give the fine-tuned task preset a
-     `finetune` run writes, and such presets go back out as them (`task_checkpoint`).
-Out: one of our presets (name or folder) -> an HF folder (with the pretraining heads when the preset has them) or
-     a keras-hub preset, in the formats of the preset's family (`family`: ALBERT's to HF only).
+In:  a Hugging Face, keras-hub or original Google checkpoint of BERT, ELECTRA or ALBERT -> our preset folder
+     (with the heads' weights when the checkpoint has them). An ELECTRA pair (an original release, or an HF
+     discriminator with `generator=`) gives the discriminator's preset with the generator's in `generator/`; HF
+     task classes give the fine-tuned task preset a `finetune` run writes (`task_checkpoint`).
+Out: one of our presets -> an HF folder (with the pretraining heads or task class when the preset has them) or a
+     keras-hub preset, in the formats of the preset's family (`family`: ALBERT's to HF only).
 
-This stage builds our models (layer 3); the format readers and writers it uses (`detect`, `huggingface`,
-`keras_hub`, `google`) never do.
+This stage builds our models (layer 3); the format readers and writers it uses never do.
 """
 
 import contextlib

@@ -1,16 +1,11 @@
 """Recognise a foreign checkpoint folder, read its config and fill a model from it.
 
-Formats, one reader module each (BERT, ELECTRA and ALBERT alike; each reads
-the family from the folder): "huggingface" (`config.json` with `model_type` +
-`model.safetensors`), "keras_hub" (`config.json` of a serialized keras-hub
-model + `model.weights.h5`) and "google" (an original release: a TF
-checkpoint with `bert_config.json`, `albert_config.json`, or ELECTRA's
-variables). Our own preset folders (a `config.json` with an "encoder" entry)
-are not foreign. Writing our presets from these (and back) is the stage
-`convert.checkpoint.convert_checkpoint`. Nothing here imports TensorFlow at
-module level, nor the models: the model to fill is given. (Recognising an
-ELECTRA release reads its TF checkpoint's variable names, so a folder with
-a `*.index` file and no `config.json` imports TensorFlow to be detected.)
+Formats, one reader module each: "huggingface" (`config.json` with
+`model_type` + `model.safetensors`), "keras_hub" (a serialized keras-hub
+model + `model.weights.h5`) and "google" (an original TF release). Our own
+preset folders (a `config.json` with an "encoder" entry) are not foreign.
+Nothing here imports TensorFlow at module level (but detecting an ELECTRA
+release reads its TF checkpoint's variable names), nor builds a model.
 """
 
 import json

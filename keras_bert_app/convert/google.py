@@ -16,11 +16,10 @@ A release folder holds a TF1 checkpoint (`*.index` + `.data-*`; of several,
   E != H) with `discriminator_predictions/{dense,dense_1}`, and the
   generator `generator/...` with `generator_predictions/*` (its output
   matrix is the shared token embedding). The release has no config: sizes
-  come from the tensor shapes, the number of heads from the official rule
-  `max(1, hidden // 64)`, unless a `bert_config.json` beside it says otherwise.
-Kernels are stored [in, out]. BERT's and ALBERT's GELU is the tanh form
-("gelu" -> our "gelu_approximate"), ELECTRA's the exact one; LayerNorm
-epsilon 1e-12. Optimizer slots (`adam_m`, `adam_v`) and `global_step` are skipped.
+  come from the tensor shapes, the number of heads from `max(1, hidden // 64)`,
+  unless a `bert_config.json` beside it says otherwise.
+Kernels are stored [in, out]. BERT's and ALBERT's GELU is the tanh form,
+ELECTRA's the exact one; LayerNorm epsilon 1e-12. Optimizer slots are skipped.
 """
 
 import pathlib

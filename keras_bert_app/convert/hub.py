@@ -1,14 +1,11 @@
 """Real weights for the built-in presets, fetched from a hub once.
 
-A built-in preset's `config.json` says where its weights live
-(`"weights": {"huggingface": "hf://google-bert/bert-base-uncased",
-"keras_hub": "kaggle://keras/bert/keras/bert_base_en_uncased"}`).
-`fetch_preset` downloads the first source that works (with
-`huggingface_hub.snapshot_download`, or `kagglehub`), checks its
-architecture against the preset and keeps the checkpoint, in its own
-format, in a cache folder (an HF repository with only `pytorch_model.bin`
-is rewritten as `model.safetensors`); `from_preset` then reads that folder
-as any foreign folder. This is the only module that touches the network.
+A built-in preset's `config.json` says where its weights live (`"weights":
+{"huggingface": "hf://...", "keras_hub": "kaggle://..."}`). `fetch_preset`
+downloads the first source that works, checks its architecture against the
+preset and caches the checkpoint in its own format; `from_preset` then reads
+that folder as any foreign folder. This is the only module that touches the
+network.
 """
 
 import os

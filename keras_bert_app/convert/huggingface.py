@@ -1,20 +1,14 @@
 """Hugging Face transformers checkpoints of BERT, ELECTRA and ALBERT, in and out.
 
 A folder holds `config.json` (its `model_type` names the family),
-`model.safetensors` (or shards listed in `model.safetensors.index.json`) and
-the tokenizer: `vocab.txt` (ALBERT: `spiece.model`), or, saved by
-transformers 5, `tokenizer.json` in its place (`tokenizer_json`). The
-encoder (`BertModel`, `ElectraModel`, `AlbertModel`: no prefix) and the
-pretraining classes (`bert.`/`electra.`/`albert.` prefix plus their heads:
-`BertForPreTraining`, `BertForMaskedLM` without NSP head nor pooler,
-`ElectraForPreTraining` the discriminator, `ElectraForMaskedLM` the
-generator, `AlbertForPreTraining` with its sentence-order head,
-`AlbertForMaskedLM`) are read and written, by the family's table
-(`tables`); the masked-LM output layer must be tied to the token
+`model.safetensors` (or shards) and the tokenizer (`vocab.txt`, ALBERT's
+`spiece.model`, or from transformers 5 `tokenizer.json`: `tokenizer_json`).
+The encoder classes and the pretraining classes (`...ForPreTraining`,
+`...ForMaskedLM`, with their heads) are read and written by the family's
+table (`tables`); the masked-LM output layer must be tied to the token
 embeddings. Task classes (`huggingface_heads`) give their encoder here.
-Safetensors are read with NumPy (no torch); a `pytorch_model.bin` is read
-only when its path is given explicitly and torch is installed, with
-`torch.load(weights_only=True)`.
+Safetensors are read with NumPy; a `pytorch_model.bin` only when its path is
+given explicitly and torch is installed (`torch.load(weights_only=True)`).
 """
 
 import collections

@@ -2,12 +2,9 @@
 
 Our config's "architecture" entry records the family ("electra", "albert";
 none for BERT). ELECTRA's `embedding_size` becomes `embedding_dim` when it
-differs from `hidden_size`; ALBERT always maps E to H (a config with
-`embedding_size == hidden_size`, which our encoder builds without a
-projection, is refused, as are `inner_group_num != 1` and the v1
-`net_structure_type` options no released model uses), and its tokenizer is
-the SentencePiece model `spiece.model` (or, from transformers 5, what
-`tokenizer_json` makes of `tokenizer.json`).
+differs from `hidden_size`; ALBERT always maps E to H (configs our encoder
+cannot build the same way, and the v1 `net_structure_type` options, are
+refused), with the SentencePiece model `spiece.model` as its tokenizer.
 """
 
 import json

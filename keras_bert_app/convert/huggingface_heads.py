@@ -11,11 +11,9 @@ and its head, PyTorch's [out, in] against our Dense [in, out]:
     ...ForMultipleChoice          classifier [1, hidden] -> BertMultipleChoice  choice_score (pooling "pooler")
         ELECTRA's: sequence_summary.summary, classifier -> choice_summary, choice_score (pooling "cls")
 
-Label names come from `config.json`'s `id2label` (transformers writes
-`LABEL_0`, `LABEL_1`, ... when none were given); one label or
+Label names come from `config.json`'s `id2label`; one label or
 `problem_type: "regression"` is a regressor (`BertClassifier` with one
-output). The model is given, never built here (`convert.task_checkpoint`
-builds it).
+output). The model is given, never built here (`convert.task_checkpoint`).
 """
 
 import collections

@@ -1,12 +1,9 @@
 """keras-hub presets of BERT and ELECTRA (`BertBackbone`, `ElectraBackbone`), in and out.
 
 A keras-hub preset folder holds `config.json` (the serialized backbone),
-`model.weights.h5`, `tokenizer.json` and `assets/tokenizer/vocabulary.txt`.
-Its variables have the family table's keras-hub names (`tables`): an
-`ElectraBackbone` has `BertBackbone`'s plus `embeddings_projection` (E -> H,
-when `embedding_dim != hidden_dim`), and both have a pooler. keras-hub's BERT
-and ELECTRA always use the tanh GELU and LayerNorm epsilon 1e-12, so a
-converted encoder gets activation "gelu_approximate". A preset holds the
+`model.weights.h5`, `tokenizer.json` and `assets/tokenizer/vocabulary.txt`,
+with the family table's keras-hub names (`tables`). keras-hub's BERT and
+ELECTRA use the tanh GELU and LayerNorm epsilon 1e-12. A preset holds the
 encoder only: a task preset's head is not read (with a warning).
 """
 

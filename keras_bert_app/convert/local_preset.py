@@ -15,11 +15,9 @@ def preset_folder(preset, log=None, task=False):
 
     - A `finetune` or `pretrain` run folder (no config.json of its own, a
       `preset/` inside): that `preset/`.
-    - A Hugging Face, keras-hub or original Google checkpoint folder (a
-      task class such as `BertForSequenceClassification`, or an encoder):
+    - A Hugging Face, keras-hub or original Google checkpoint folder:
       converted once, as `convert` does, into
-      `$KERAS_BERT_APP_CACHE/converted/` under a key of its files' names,
-      sizes and times (a changed checkpoint is converted again).
+      `$KERAS_BERT_APP_CACHE/converted/` (converted again when its files change).
     - Anything else (a built-in name, one of our folders) as it is.
 
     With `task=True` (`predict`, `evaluate`) a foreign checkpoint must be a

@@ -1,14 +1,9 @@
 """Any preset, ours or foreign, as our config plus a way to load its weights.
 
-`resolve_preset` is the one place where a preset name or folder is turned
-into our preset config: every `from_preset` (the encoder, the pretrainer,
-the task models, the tokenizer and preprocessor) goes through it. It
-accepts a built-in name, one of our preset folders, a Hugging Face
-checkpoint folder, a keras-hub preset or an original Google release; for a
-built-in name without local weights it can fetch them once (`convert.hub`).
-
-Layer 1: it reads formats and fills the model it is given; it never builds
-one (the models call it).
+`resolve_preset` is the one place where a preset name or folder (built-in,
+ours, HF, keras-hub or an original Google release) becomes our preset
+config: every `from_preset` goes through it. It reads formats and fills the
+model it is given; it never builds one (layer 1).
 """
 
 import dataclasses

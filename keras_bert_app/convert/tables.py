@@ -9,9 +9,8 @@ Kinds, expanded into `weight_map.Mapping`s by `mappings`:
   "norm": LayerNorm gamma and beta;
 - "embedding": one table; "vector": one variable as it is; "kernel_t": a
   kernel stored [out, in] in every format (BERT's next-sentence weights).
-The encoder's names are relative to the checkpoint's scope (Google's `bert/`,
-ELECTRA's `electra/` or `generator/`) or prefix (HF's `bert.`, ...), which
-`mappings` prepends; the heads' names are absolute.
+The encoder's names are relative to the checkpoint's scope or prefix
+(`bert/`, `electra.`, ...), which `mappings` prepends; the heads' are absolute.
 """
 
 import collections

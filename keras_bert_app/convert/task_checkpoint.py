@@ -2,14 +2,9 @@
 
 In:  `...ForSequenceClassification`, `...ForTokenClassification`,
      `...ForQuestionAnswering` or `...ForMultipleChoice` -> the preset a
-     `finetune` run writes (`classify`, `ner`, `squad`, `swag`): the encoder,
-     `task.weights.h5` and the `config.json` "task" entry with the label names
-     and the "data" `predict` reads its input with (ELECTRA's heads read the
-     raw [CLS]: pooling "cls"). What a checkpoint cannot tell takes the
-     command line's defaults (`DATA_OPTIONS`): CSV/TSV/JSONL columns `text`
-     (and `label` for `evaluate`), single texts; SQuAD v1.1 (always an
-     answer); 4 choices; the task's default sequence length cut to the
-     checkpoint's positions.
+     `finetune` run writes (`classify`, `ner`, `squad`, `swag`), with the
+     label names and the "data" `predict` reads its input with. What a
+     checkpoint cannot tell takes the command line's defaults (`DATA_OPTIONS`).
 Out: a fine-tuned classifier, tagger, question answerer or multiple-choice
      preset -> the family's HF task class (`huggingface_heads.save`).
 

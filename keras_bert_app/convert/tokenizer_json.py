@@ -1,16 +1,14 @@
 """An HF `tokenizer.json` as our tokenizer files, for folders saved by transformers 5 (no vocab.txt, no spiece.model).
 
 BERT and ELECTRA: its WordPiece tokens make `vocab.txt` (`weight_map.tokenizer_json_vocabulary`).
-ALBERT: its Unigram model makes `spiece.model`, a SentencePiece `ModelProto` as `SentencePieceTrainer`
-writes it: the pieces and scores in id order (the unk id UNKNOWN, the specials CONTROL), the `Precompiled`
-normalizer's charsmap as the `normalizer_spec`, the Metaspace pre-tokenizer as its whitespace settings.
-The steps of HF's normalizer before the charsmap are those of our `SentencePieceTokenizer`, which runs
-them itself: NFKD + StripAccents (`strip_accents`) and Lowercase (`lowercase`) set its preset config,
-and anything else is refused. Writing the proto needs the `sentencepiece` package (its
-`sentencepiece_model_pb2`); reading and checking the file does not. On transformers 5's layout (a
-WhitespaceSplit before the Metaspace) the ids equal transformers'; transformers 4's (Metaspace alone,
-`Replace(" {2,}", " ")` last) is read too, whose fast tokenizer differs in one way: trailing whitespace
-gives it a last "▁" piece, which SentencePiece (and so ours) drops.
+ALBERT: its Unigram model makes `spiece.model`, a SentencePiece `ModelProto`
+with the pieces and scores in id order, the `Precompiled` normalizer's
+charsmap and the Metaspace pre-tokenizer's whitespace settings. The
+normalizer's other steps must be those our `SentencePieceTokenizer` runs
+itself (NFKD + StripAccents, Lowercase): anything else is refused. Writing
+the proto needs the `sentencepiece` package. The ids equal transformers 5's;
+transformers 4's layout is read too (its fast tokenizer alone keeps a last
+"▁" piece for trailing whitespace).
 """
 
 import base64

@@ -1,16 +1,12 @@
 """Masking after batching: packed sequences, shuffled and masked anew every epoch in a tf.data graph.
 
 The sequences are packed once (ELECTRA's segments, RoBERTa's full
-sentences) and kept as arrays; each epoch draws a new order, and each batch
-its masked positions, all with vectorized stateless TensorFlow ops over the
-whole batch, seeded by `(seed, epoch, batch)`: the same seed replays the
-same batches (a resumed run skips to its step and reads what the first
-would have), and nothing runs in Python per example. The positions are
-those of `masking.mask_batch` (token masking): a uniform random subset of
-the non-special tokens, `round(num_tokens * masked_lm_prob)` of them (at
-least 1, at most `max_predictions_per_seq`), sorted; each gets `[MASK]`
-with `mask_probability`, a random token with `random_probability`, else
-keeps its own (BERT 0.8/0.1, ELECTRA 0.85/0).
+sentences); each epoch draws a new order and each batch its masked
+positions with vectorized stateless TensorFlow ops seeded by `(seed, epoch,
+batch)`, so a resumed run reads what the first would have. The positions
+follow `masking.mask_batch` (token masking); each gets `[MASK]` with
+`mask_probability`, a random token with `random_probability`, else keeps
+its own (BERT 0.8/0.1, ELECTRA 0.85/0).
 """
 
 from keras_bert_app.data.pretraining_records import features_to_model_inputs

@@ -16,11 +16,9 @@ shuffle before sharding is the local command's permutation. So the shards
 are byte-identical to the local command's for the same corpus, settings and
 seed, whatever the runner and worker count.
 
-Memory: each worker holds the tokenized corpus (4 bytes a token, plus 8 a
-sentence; next sentences are drawn from any document), and the Shard step
-8 bytes a record. Shards go to a hidden folder in the output directory and
-are moved into place when the pipeline has succeeded; `pretraining_data.json`
-comes last.
+Each worker holds the tokenized corpus (next sentences come from any
+document). Shards are written to a hidden folder and moved into place when
+the pipeline has succeeded; `pretraining_data.json` comes last.
 """
 
 import json

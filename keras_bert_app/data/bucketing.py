@@ -9,9 +9,8 @@ from 8 and the halfway steps between them, 1.5 times each (8, 12, 16, 24,
 its longest example (384 is SQuAD's usual length; 12 and 8 fit a headline,
 where HF pads to the exact longest).
 
-A model that compiles nothing per shape (a TensorFlow step run op by op
-on a CPU, PyTorch on a CPU: `models.xla.pads_to_exact_length`) gains
-nothing from a handful of shapes: there each batch is cut to its longest
+A model that compiles nothing per shape (`models.xla.pads_to_exact_length`)
+gains nothing from few shapes: there each batch is cut to its longest
 example itself (`exact_lengths`), as HF's `DataCollatorWithPadding` does.
 """
 
@@ -145,9 +144,8 @@ def trim(batch, sequence_length, exact_lengths=False):
 def plain_map(dataset, function, **options):
     """`dataset.map(function)` without AutoGraph: these functions have no tensor-dependent Python control flow.
 
-    AutoGraph rewrites each function `map` is given from its source the
-    first time, a noticeable part of a short fine-tuning run for the dozen
-    small functions of this module, to run as it would anyway.
+    AutoGraph would rewrite each small function of this module from its
+    source, a noticeable part of a short fine-tuning run, for nothing.
     """
     import tensorflow as tf
 
@@ -158,22 +156,14 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
                     group_by_length=True, exact_lengths=False, stratified=False, token_budget=None):
     """Batches of single examples, padded per batch to a bucket length and grouped by length.
 
-    Without `bucketing` this is the fixed padding of the original BERT:
-    the examples (shuffled each epoch when `shuffle`) in batches of
-    `batch_size`, each padded to `sequence_length`.
-
-    With `bucketing` (the default): each epoch the examples are shuffled
-    (seeded), sorted by length within groups of `group_batches` batches,
-    cut into batches, and the batches shuffled (seeded). Every example is in
-    exactly one batch per epoch; there are `ceil(num_examples / batch_size)`
-    batches, as with fixed padding, all full but the last (so the learning
-    rate schedule and `drop_remainder` behave as before), and each batch is
-    cut to its longest example rounded up to a length of
+    Without `bucketing`: the fixed padding of the original BERT, batches of
+    `batch_size` each padded to `sequence_length`. With it (the default):
+    each epoch the examples are shuffled, sorted by length within groups
+    (`length_grouping`), cut into batches, and the batches shuffled; there
+    are `ceil(num_examples / batch_size)` batches, as with fixed padding,
+    each cut to its longest example rounded up to a length of
     `batch_lengths(sequence_length)`. Without `shuffle` (evaluation) the
-    examples are sorted within each group and the batches stay in that order.
-    With `stratified` (training with one label per example), each group is
-    sorted by length within each class (`length_grouping.sort_stratified`),
-    so every batch holds the classes in their shares of the group.
+    batches stay in order.
 
     Args:
         dataset: `tf.data.Dataset` of single examples `(inputs, *rest)`,
@@ -187,12 +177,14 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
         bucketing: bool. Pad per batch to a bucket length, grouped by length.
         group_by_length: bool. With `bucketing`: sort within groups as said
             above; False keeps the batches of a random order (each still cut
-            to its longest example), as fine-tuning's training batches do.
+            to its longest example).
         exact_lengths: bool. With `bucketing`: cut each batch to its longest
             example itself, not rounded up to a bucket length (`trim`).
         stratified: bool. With `group_by_length` and `shuffle`: the first
             of `rest` is each example's label (a class id or a float
-            target); sort each group per class, as said above.
+            target); sort each group per class
+            (`length_grouping.sort_stratified`), so every batch holds the
+            classes in their shares of the group.
         token_budget: int or None. Evaluation (no `shuffle`): batches of one
             bucket length each, as many examples as fit in `token_budget`
             tokens at that length (`budget_batches`), in number unknown ahead.
@@ -235,11 +227,8 @@ def grouped_batches(dataset, num_examples, batch_size, sequence_length, shuffle=
 def _without_autotuning(dataset):
     """`dataset` without tf.data's autotuning thread, which delays `fit`'s return when it drops its iterator.
 
-    With autotuning, `fit` returns seconds after its last callback (the
-    iterator's teardown waits for the tuning thread); without it, at once,
-    and the steps run as fast. The batches come from
-    examples packed in memory (`packed_dataset`): the steps left to tune
-    (batching, a slice per batch) are cheap.
+    The teardown of an autotuned iterator waits for the tuning thread, which
+    delays `fit`'s return by seconds; the steps left to tune here are cheap.
     """
     import tensorflow as tf
 
@@ -251,14 +240,11 @@ def _without_autotuning(dataset):
 def trace_predict_for_any_length(model, batch_spec, on_batch=False):
     """On TensorFlow, trace `model.predict`'s step once, for batches of any shape `batch_spec` allows.
 
-    Keras (TensorFlow backend) hands `predict`'s step each batch as a tensor
-    and traces it for the first batch's shape, then again, relaxed, at the
-    first other shape: two traces of the whole model when batches come in
-    several lengths. Traced first for the dataset's own spec (batch and
-    length axes unknown), every batch dispatches to that one trace. Nothing
-    to do on JAX (XLA compiles per shape anyway) or PyTorch (eager), when
-    Keras runs several steps per call, eagerly, or under a distribution
-    strategy.
+    Keras traces `predict`'s step for the first batch's shape, then again,
+    relaxed, at the next shape: two traces of the whole model. Traced first
+    for the dataset's own spec (batch and length axes unknown), every batch
+    uses one trace. Nothing to do on JAX, PyTorch, eagerly, with several
+    steps per call, or under a distribution strategy.
 
     Args:
         model: a Keras model, built.

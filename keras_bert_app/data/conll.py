@@ -167,21 +167,6 @@ def tagging_examples(arrays):
     return tf.data.Dataset.from_tensor_slices(inputs)
 
 
-def tagging_dataset(arrays, batch_size, shuffle=False, seed=None, bucketing=False):
-    """tf.data batches `(inputs, labels, sample_weight)` from `encode_tagged` arrays.
-
-    `bucketing`: pad each batch (inputs, labels and weights) to its longest
-    sentence rounded up to a bucket length, grouped by length
-    (`bucketing.grouped_batches`); False: to the arrays' length.
-    """
-    from keras_bert_app.data.bucketing import grouped_batches
-
-    return grouped_batches(
-        tagging_examples(arrays), len(arrays["token_ids"]), batch_size, arrays["token_ids"].shape[1],
-        shuffle=shuffle, seed=seed, bucketing=bucketing,
-    )
-
-
 def decode_tags(logits, arrays, sentences, label_names):
     """Predicted tags per word from logits [sentences, seq, classes]; "O" for cut words."""
     predicted = np.asarray(logits).argmax(-1)

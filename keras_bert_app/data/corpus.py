@@ -6,12 +6,9 @@ and `.gz` allowed). Sentences are kept as the tokenizer sees them; a line that
 tokenizes to nothing is skipped and a document left without sentences is
 dropped, as the original does.
 
-The tokenized corpus is held in three flat NumPy arrays (token ids, sentence
-offsets, document offsets) so that sentences of a document are contiguous
-slices, worker processes can share it after a fork, and a chunk of
-consecutive sentences is one slice. With a word segmenter (Chinese), a
-fourth array flags the tokens where a word starts (see `segmentation`): the
-text is segmented once, here, and the flags follow the tokens.
+The tokenized corpus is three flat NumPy arrays (token ids, sentence
+offsets, document offsets), which worker processes share after a fork; with
+a word segmenter (Chinese) a fourth flags where words start (`segmentation`).
 """
 
 import glob

@@ -10,12 +10,10 @@ generator, so the output is byte-identical whatever the number of workers.
     keras-bert-app create-pretraining-data --input wiki/*.txt --output data/ \\
         --vocab vocab.txt --max-seq-length 128 --dupe-factor 10 --num-shards 8
 
-Chinese whole-word masking cuts the text into words with a segmenter first
-(`--whole-word-masking --segmenter jieba`, see `segmentation`); n-gram
-masking (`--masking ngram --max-ngram 3`) masks phrases of whole words.
-`--pairing sop` writes ALBERT's sentence-order pairs (`sentence_order`),
-`--pairing full_sentences` RoBERTa's packed full sentences without a pair
-label (`full_sentences`); the summary records the pairing.
+Whole-word masking of Chinese cuts the text into words with a segmenter
+first (`--segmenter jieba`, `segmentation`); `--masking ngram` masks phrases
+of whole words; `--pairing sop` writes ALBERT's sentence-order pairs,
+`--pairing full_sentences` RoBERTa's packed full sentences.
 """
 
 import importlib
@@ -222,23 +220,15 @@ def create_pretraining_data(
             `InstanceMaker`. `masking` is `token`, `whole_word` or `ngram`.
         segmenter: `"jieba"`, a callable `str -> list of str`, or None. Cuts
             the runs of CJK characters into words for whole-word and n-gram
-            masking (needs `whole_word_masking` or `masking="ngram"`); the
-            summary's `segmentation` counts the words and the tokens masked
-            on their own where words and tokens disagree
-            (`fallback_tokens`).
-        entity_masking: bool. With `segmenter="jieba"`: named entities
-            (jieba.posseg's person, place and organisation tags) are units,
-            consecutive entity words joined (ERNIE's entity-level masking).
-        pairing: str. How sequences are made: `nsp` (BERT's next-sentence
-            pairs, label 1 = random next), `sop` (ALBERT's sentence-order
-            pairs: two consecutive segments of one document, swapped with
-            probability 0.5, label 1 = swapped, stored as
-            `next_sentence_labels`; one-sentence documents are skipped and
-            counted in the summary's `single_sentence_documents`) or
-            `full_sentences` (RoBERTa: whole sentences packed back to back
-            across documents, `[SEP]` between documents; no pair label, so
-            the records omit `next_sentence_labels`). The summary records
-            it (`pairing`), and `pretrain` reads it from there.
+            masking; the summary's `segmentation` counts the words and the
+            tokens masked on their own (`fallback_tokens`).
+        entity_masking: bool. With `segmenter="jieba"`: named entities are
+            units (ERNIE's entity-level masking).
+        pairing: str. `nsp` (BERT's next-sentence pairs, label 1 = random
+            next), `sop` (ALBERT's sentence-order pairs, label 1 = swapped;
+            one-sentence documents are skipped and counted) or
+            `full_sentences` (RoBERTa's packing, no pair label). The summary
+            records it, and `pretrain` reads it from there.
         dupe_factor: int. Passes over the corpus, each with new masks.
         num_shards: int. Number of `*.tfrecord` files.
         workers: int. Worker processes for pairing, masking, serializing.
@@ -269,10 +259,8 @@ def create_pretraining_data(
         keras_bert_app.errors.DataError: the corpus holds fewer than 2
             documents (`nsp`), or no document of 2 sentences (`sop`).
         ValueError: a corpus line that is not valid UTF-8 (names file and line).
-        With `runner="beam"` (see `beam_pipeline.run_pipeline`), bad input
-        is refused before the pipeline starts: `ArgumentError` for an
-        unknown pipeline option or a missing `apache_beam`, `DataError` for
-        a binary file or a corpus without text.
+        With `runner="beam"`, bad input is refused before the pipeline
+        starts (`beam_pipeline.run_pipeline`).
     """
     _check_settings(max_seq_length, max_predictions_per_seq, masked_lm_prob, short_seq_prob, dupe_factor, seed,
                     whole_word_masking, num_shards, workers, overwrite, progress, lowercase)

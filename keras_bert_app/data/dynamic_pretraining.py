@@ -2,16 +2,9 @@
 
 Instead of writing `dupe_factor` masked copies of the corpus to disk, every
 epoch draws fresh sentence pairs and fresh masks (dynamic masking, as RoBERTa
-does), from the same algorithm and code as the static TFRecords. The corpus
-is tokenized once, in batches, when the dataset is built; each pass over the
-dataset is the next epoch, with its own seeded draws, so runs are
-reproducible. The result is a `tf.data.Dataset`, which `model.fit` takes on
-every Keras backend. With a word segmenter (Chinese whole-word or n-gram
-masking), the corpus is segmented once, with the tokenization, and the word
-boundaries are carried with the tokens: no epoch runs the segmenter again.
-The pairing is that of the static data: `nsp`, `sop` (ALBERT's sentence
-order) or `full_sentences` (RoBERTa's packing, redone every epoch over the
-epoch's document order, in groups of documents; no `nsp` label in `y`).
+does) with the static data's code. The corpus is tokenized (and segmented)
+once, when the dataset is built; each pass over the dataset is the next
+epoch, with its own seeded draws.
 """
 
 import numpy as np
@@ -72,17 +65,13 @@ def dynamic_pretraining_dataset(
             the dataset is built).
         entity_masking: bool. With `segmenter="jieba"`, named entities are
             units (see `segmentation.jieba_entity_segmenter`).
-        log: optional callable taking a str: gets a line on the corpus
-            (documents, sentences, tokens, files), the segmentation summary
-            (and, for `sop`, the number of one-sentence documents skipped).
+        log: optional callable taking a str: gets lines on the corpus, the
+            segmentation and (`sop`) the one-sentence documents skipped.
         pairing: str. `nsp`, `sop`, `full_sentences` (see
             `InstanceMaker`) or `segments` (ELECTRA's plain two-segment
             examples, `electra_segments`; token masking only). With token
-            masking, `full_sentences` and `segments` are packed once (as
-            fairseq and ELECTRA pack them) and every epoch shuffles them and
-            masks each batch anew in TensorFlow (`batch_masking`); otherwise
-            `full_sentences` packs each epoch's documents in groups of
-            `DOCUMENTS_PER_GROUP`, in that epoch's order.
+            masking, `full_sentences` and `segments` are packed once and
+            masked anew at every batch (`batch_masking`).
         corruption: `(mask_probability, random_probability)` at the masked
             positions of packed-once pairings (BERT's 0.8/0.1; ELECTRA's
             0.85/0); the others use BERT's.

@@ -1,16 +1,11 @@
 """ELECTRA's corruption of the masked positions: `[MASK]` or kept, no random tokens.
 
-BERT's data (`data.masking`) puts `[MASK]` at 80% of the masked positions, a
-random token at 10% and keeps 10%. ELECTRA's official code
-(google-research/electra `pretrain_helpers.mask`) draws the positions the
-same way (15% of the tokens, `[CLS]`/`[SEP]` excluded, at most
-`max_predictions_per_seq`) but puts `[MASK]` at 85% of them and keeps the
-other 15%: the generator fills them, so random tokens are not needed. This
-module re-corrupts batches that already carry masked positions (dynamic
-masking or `create-pretraining-data` records): the positions, labels and
-weights are used as they are; only the tokens at the positions are drawn
-again. Each batch gets its own stateless draw from `(seed, batch index)`, so
-a run reads the same data after a resume.
+ELECTRA's official code (`pretrain_helpers.mask`) draws the masked
+positions as BERT does but puts `[MASK]` at 85% of them and keeps the other
+15% (no random tokens: the generator fills them). This module re-corrupts
+batches that already carry masked positions: only the tokens at the
+positions are drawn again, each batch statelessly from `(seed, batch
+index)`, so a resumed run reads the same data.
 """
 
 ELECTRA_MASK_PROBABILITY = 0.85

@@ -1,15 +1,11 @@
 """ELECTRA's packing: plain two-segment examples, no pair label (google-research/electra `ExampleBuilder`).
 
 Sentences of one document are gathered until they reach the target length
-(the sequence length; 5% of the time a random length in [5, length]); the
-gathered sentences are then split in two segments: the first takes
-sentences while it stays under half the target (10% of the time all of
-them: one segment, as classification inputs have), the rest go to the
-second. The segments are cut to fit `[CLS] A [SEP] B [SEP]`. Examples never
-cross documents, and the second segment is the text that follows the first:
-there is nothing to predict about the pair. ELECTRA builds them once (its
-`build_pretraining_dataset.py`) and masks them anew at every step; so does
-`dynamic_pretraining_dataset(pairing="segments")`.
+(5% of the time a random shorter one), then split in two segments: the
+first takes sentences while under half the target (10% of the time all of
+them), the rest go to the second. Examples never cross documents and carry
+no pair label. ELECTRA builds them once and masks them anew at every step;
+so does `dynamic_pretraining_dataset(pairing="segments")`.
 """
 
 import numpy as np

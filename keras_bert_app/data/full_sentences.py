@@ -6,14 +6,9 @@ sentences taken in order, crossing from one document into the next with a
 
     [CLS] s1 s2 s3 [SEP] t1 t2 [SEP]      (s from one document, t from the next)
 
-A sequence cut in the middle of a document ends with `[SEP]` and the next
-one goes on with that document's next sentence. A sentence longer than
-`max_seq_length - 2` tokens is cut into pieces of that length (the only
-place a sentence is split). Segment ids are all 0.
-
-Sequences are described by their pieces: runs of consecutive tokens of one
-document, `(start, end)` offsets into the corpus' token array, each followed
-by one `[SEP]` in the packed sequence.
+A sentence longer than `max_seq_length - 2` tokens is cut into pieces of
+that length. Segment ids are all 0. Sequences are described by their pieces:
+`(start, end)` runs of one document's tokens, each followed by a `[SEP]`.
 """
 
 import numpy as np

@@ -5,20 +5,12 @@ shuffled, sorted by length within groups of `group_batches` batches, cut
 into batches, and the batches shuffled (`bucketing.grouped_batches`), so a
 batch of short examples runs short.
 
-Sorted by length alone, a batch takes its examples from one narrow band of
-lengths, and where the length tells the label (positive reviews run longer
-than negative ones) it leans to one class, and a short run can learn
-nothing from such batches. So where each example has one label
-(classification, regression, multiple choice), the group is sorted per
-class (`sort_stratified`): the k-th longest of a class's n examples in the
-group takes the place (k + 0.5) / n, and the group is ordered by that
-place. Each batch then holds every class in its share of the group, each
-class by its own lengths from the same quantile: on those reviews 0.52 on
-average and 0.55 at worst (more even than random batches), with 116k
-training tokens in an epoch against 107k sorted by length alone and 205k
-for random batches (BBC headlines: 15.2k, 14.7k and 19.8k). Evaluation
-batches, where nothing is learnt from a batch's make-up, are sized by
-tokens instead (`budget_batches`). This module uses TensorFlow ops only,
+Sorted by length alone, a batch leans to one class where the length tells
+the label (positive reviews run longer), and a short run learns little from
+such batches. So where each example has one label the group is sorted per
+class (`sort_stratified`): each batch holds every class in its share of the
+group, each class by its own lengths from the same quantile. Evaluation
+batches are sized by tokens instead (`budget_batches`). TensorFlow ops only,
 for tf.data.
 """
 

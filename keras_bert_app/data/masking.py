@@ -7,21 +7,15 @@ phrases).
 
 As in the original `create_pretraining_data.py`: `num_to_predict =
 min(max_predictions_per_seq, max(1, round(num_tokens * masked_lm_prob)))`
-positions (Python's `round`, counting `[CLS]` and `[SEP]`) are drawn among
-the tokens that are not `[CLS]`/`[SEP]`; each is replaced by `[MASK]` with
-probability 0.8, by a random vocabulary token with probability 0.1, and kept
-with probability 0.1. With whole-word masking, a word and its `##` pieces (with
-a SentencePiece vocabulary, ALBERT's: a `▁` piece and the pieces after it;
-`continuation_flags`) are drawn together, and a word that would overshoot `num_to_predict` is skipped.
-Positions are drawn for a whole batch of sequences at once (one document's
-instances), which is what makes generation fast in NumPy.
+positions are drawn among the tokens that are not `[CLS]`/`[SEP]`; each
+becomes `[MASK]` with probability 0.8, a random token with 0.1, and is kept
+with 0.1. With whole-word masking a word's pieces (`continuation_flags`)
+are drawn together, and a word that would overshoot is skipped.
 
-`mask_batch` is the original's algorithm: token masking, and whole-word
-masking over `##` pieces with the 80/10/10 drawn per token, as the original
-script draws it. `mask_units_batch` masks units given by word-start flags (a
-word segmenter's words for Chinese, `##` words elsewhere; or n-grams of
-them) and draws the 80/10/10 once per unit, so all tokens of a word are
-`[MASK]`, or all kept, or all random.
+`mask_batch` is the original's algorithm (the 80/10/10 drawn per token).
+`mask_units_batch` masks units given by word-start flags (a segmenter's
+words, `##` words, or n-grams of them) and draws the 80/10/10 once per
+unit, so all tokens of a word are `[MASK]`, kept, or random together.
 """
 
 import numpy as np

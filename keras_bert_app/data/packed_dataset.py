@@ -1,15 +1,11 @@
 """`packed_dataset`: tokenize and pack once, then shuffle and batch every epoch.
 
 Creating a tf.data iterator instantiates the graphs of its `map` functions,
-and the tokenizer + packer graph is large (thousands of nodes): seconds per
-iterator, that is per epoch, per validation pass in `fit` and per
-prediction pass. So the examples are packed once, up front, by calling the
-packing eagerly (the tokenizer's eager path: op by op, or its graph traced
-once per process, `preprocessing.eager_calls`), and the datasets read the
-packed arrays: every iterator after that is cheap. Packed data larger than
+and the tokenizer + packer graph is large: seconds per iterator, that is per
+epoch and per evaluation pass. So the examples are packed once, eagerly,
+and the datasets read the packed arrays. Packed data larger than
 `IN_MEMORY_BYTES` is packed inside tf.data instead, before an in-memory
-`cache()`: later epochs read the cached ids, and the graph never embeds
-the arrays.
+`cache()`.
 """
 
 PACK_BATCH_SIZE = 1024

@@ -1,12 +1,10 @@
 """Masked pretraining instances of a document or a group of documents, reproducibly seeded.
 
-Each (seed, pass, document) gets its own random generator, so the instances
-of a document do not depend on which worker process makes them or in which
-order: same corpus, settings and seed give the same instances whatever the
-number of workers. The pairing chooses the sequences: `nsp` (BERT's
-next-sentence pairs, `pretraining_pairs`), `sop` (ALBERT's sentence-order
-pairs, `sentence_order`) or `full_sentences` (RoBERTa's packing across
-documents, `full_sentences`: no pair label, so no `next_sentence_labels`).
+Each (seed, pass, document) gets its own random generator, so the same
+corpus, settings and seed give the same instances whatever the number of
+workers. The pairing chooses the sequences: `nsp` (`pretraining_pairs`),
+`sop` (`sentence_order`) or `full_sentences` (`full_sentences`, no pair
+label).
 """
 
 import numpy as np
@@ -67,11 +65,9 @@ class InstanceMaker:
             as `masking="whole_word"`).
         seed: int. Base seed.
         masking: str. `token`, `whole_word` or `ngram` (n-grams of whole
-            words). Words are the corpus' segmenter words where it has them
-            (`TokenizedCorpus.word_starts`: Chinese), otherwise a token and
-            its `##` pieces. Whole words without a segmenter follow the
-            original script exactly (80/10/10 drawn per token); with a
-            segmenter, and for n-grams, the 80/10/10 is drawn per unit.
+            words). Words are the corpus' segmenter words where it has them,
+            otherwise a token and its `##` pieces (then whole words follow
+            the original script exactly).
         max_ngram: int. Longest n-gram in words, for `masking="ngram"`.
         pairing: str. `nsp` (the original: label 0 = IsNext, 1 = random),
             `sop` (label 0 = in order, 1 = swapped) or `full_sentences`

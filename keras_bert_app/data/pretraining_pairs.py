@@ -14,16 +14,14 @@ The algorithm of the original `create_pretraining_data.py`, on token ids:
 - the pair is cut to `max_seq_length - 3` tokens by removing tokens from the
   longer side, each from its front or its back at random.
 
-Differences from the original, all on purpose: the other document is drawn
-uniformly from the *other* documents (the original retries ten times and may
-keep the same one), and truncation draws how many of the removed tokens come
-from the front with one binomial draw rather than one coin per token (the
-same distribution). A corpus of one document cannot give random next
-sentences and is refused.
+Differences from the original, on purpose: the other document is drawn
+uniformly from the *other* documents (the original retries and may keep the
+same one), and truncation draws the number of tokens removed from the front
+with one binomial draw (the same distribution). A corpus of one document is
+refused.
 
 Pairs are made as spans of the corpus' token array (`create_pair_spans`), so
-other per-token arrays (a segmenter's word starts) follow the tokens through
-pairing and truncation (`pack_span_values`).
+other per-token arrays (word starts) follow the tokens (`pack_span_values`).
 """
 
 import numpy as np

@@ -11,11 +11,10 @@ Each record is a `tf.train.Example` with the features of the original
     masked_lm_weights     float [max_predictions_per_seq]
     next_sentence_labels  int64 [1]
 
-Padding is 0 everywhere (`masked_lm_weights` 0.0 marks a padded prediction).
-Records of full sentences (`pairing="full_sentences"`) have no pair label and
-omit `next_sentence_labels`. Which pairing made the records (`nsp`: label 1 =
-random next; `sop`: label 1 = swapped, as ALBERT stores it) is written beside
-them, in `pretraining_data.json` (`records_pairing` reads it).
+Padding is 0 everywhere (`masked_lm_weights` 0.0 marks a padded
+prediction). Full-sentence records omit `next_sentence_labels`. The pairing
+that made the records is written beside them, in `pretraining_data.json`
+(`records_pairing` reads it).
 """
 
 import os

@@ -1,22 +1,12 @@
 """Chinese word boundaries for whole-word and n-gram masking (a word segmenter).
 
-BERT's tokenizer makes every CJK ideograph a token of its own, so `##`
-pieces never mark Chinese words and whole-word masking masks characters.
-Here each run of CJK ideographs in a corpus line is cut into words by a
-segmenter (jieba by default, as Chinese-BERT-wwm does with LTP), and the
-words are aligned with the tokens by the tokenizer's byte offsets. The
-result is one flag per token, "a word starts here": for a token inside a
-segmented run, whether it is the first token of its word; for any other
-token (English, digits, emoji, punctuation), whether it is not a `##` piece.
-
-Where the segmenter and the tokens disagree (a token that spans a word
-boundary or leaves a run, or a segmenter whose words do not spell the run),
-the token is its own unit (masked as a single token) and counted in
-`fallback_tokens`.
-
-The corpus is segmented once, when it is read; the flags travel with the
-token ids (`TokenizedCorpus.word_starts`), so dynamic masking does not run
-the segmenter again every epoch.
+BERT's tokenizer makes every CJK ideograph a token, so `##` pieces never
+mark Chinese words. Here each run of CJK ideographs is cut into words by a
+segmenter (jieba by default, as Chinese-BERT-wwm does with LTP), aligned with
+the tokens by byte offsets: one flag per token, "a word starts here" (outside
+segmented runs: the token is not a `##` piece). A token where segmenter and
+tokens disagree is its own unit, counted in `fallback_tokens`. The corpus is
+segmented once, when it is read (`TokenizedCorpus.word_starts`).
 """
 
 import logging

@@ -1,21 +1,14 @@
 """Sentence pairs for sentence-order prediction (ALBERT, Lan et al. 2019, section 4.1).
 
-NSP's random next sentence comes from another document, so the task can be
-solved by topic alone. SOP keeps both segments in one document, always
-consecutive, and swaps them half of the time: only their order tells.
-
-The pairs follow `pretraining_pairs.create_pair_spans` (one target length
-per document, sentences accumulated into chunks, A a random non-empty prefix
-of the chunk, B the rest) with three differences, all on purpose:
-
-- B is never drawn from another document (ALBERT's own script still does so
-  for a chunk of one sentence): a chunk closes only once it holds at least
-  two sentences, and a lone last sentence of a document is dropped;
-  documents of one sentence give no pair (they are counted by the callers);
-- the pair is swapped with probability 0.5, label `SWAPPED` (1), stored
-  under `next_sentence_labels` as ALBERT does; `IN_ORDER` (0) otherwise;
-- truncation removes tokens from A's front and B's back only, so the two
-  segments still touch: B starts at the token after A's last.
+NSP's random next sentence comes from another document, so topic alone can
+solve it. SOP keeps two consecutive segments of one document and swaps them
+half of the time: only their order tells. The pairs follow
+`pretraining_pairs.create_pair_spans`, except that B is never drawn from
+another document (a chunk closes only with at least two sentences;
+one-sentence documents give no pair), the pair is swapped with probability
+0.5 (label `SWAPPED`, stored under `next_sentence_labels` as ALBERT does),
+and truncation removes tokens from A's front and B's back only, so the two
+segments still touch.
 """
 
 from keras_bert_app.data.pretraining_pairs import _random_int

@@ -2,11 +2,9 @@
 
 The format: `{"version": ..., "data": [{"title", "paragraphs": [{"context",
 "qas": [{"id", "question", "answers": [{"text", "answer_start"}],
-"is_impossible" (v2.0 only)}]}]}]}`. `answer_start` is a character offset
-into the context. Reading checks the structure and fails with the JSON path
-of the first problem; answers whose `answer_start` does not point at their
-text are kept and reported by `check_answers` (the featurizer skips them
-for training and counts them).
+"is_impossible" (v2.0 only)}]}]}]}`. Reading fails with the JSON path of the
+first problem; answers whose `answer_start` does not point at their text
+are reported by `check_answers` (training skips them).
 """
 
 import dataclasses

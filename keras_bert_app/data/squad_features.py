@@ -1,16 +1,12 @@
 """SQuAD examples -> fixed-length windows for `BertQuestionAnswerer` (as the original BERT).
 
 Each example becomes one or more features `[CLS] question [SEP] window [SEP]`:
-the context is split on whitespace into words, every word into WordPieces
-(with character offsets back into the context), the question is cut to
-`max_query_length` pieces, and windows of the context pieces slide by
-`doc_stride` until the end is covered. A piece that several windows hold
-belongs to the one where it has the most context on both sides (the "max
-context" rule). Training labels are the piece span of the answer: the
-smallest span of pieces that covers the answer's characters (which is the
-original's "improved" span whenever the answer is a run of whole pieces),
-or (0, 0) = `[CLS]` for a window without the whole answer and for v2.0
-impossible questions.
+the question is cut to `max_query_length` pieces, and windows of the context
+pieces slide by `doc_stride`. A piece that several windows hold belongs to
+the one where it has the most context (the "max context" rule). Training
+labels are the smallest span of pieces that covers the answer, or (0, 0) =
+`[CLS]` for a window without the whole answer and for v2.0 impossible
+questions.
 """
 
 import dataclasses

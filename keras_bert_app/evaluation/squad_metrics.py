@@ -6,12 +6,11 @@ a prediction scores 0), times 100.
 
 v2.0 (`evaluate-v2.0.py`): `exact`, `f1`, `total`, the same on the
 answerable (`HasAns_*`) and unanswerable (`NoAns_*`) questions, where the
-gold answers of an unanswerable question are `[""]`, an empty prediction
-means "no answer", and a question whose no-answer probability is above
-`na_prob_thresh` counts as answered with no answer. Given the no-answer
-probabilities, `best_exact`/`best_f1` are the scores at the best threshold
-(`best_exact_thresh`/`best_f1_thresh`). The official v2.0 script stops on a
-question without a prediction; here it scores 0 and counts in `total`.
+gold answer of an unanswerable question is "", and a question whose
+no-answer probability is above `na_prob_thresh` counts as answered "".
+Given the no-answer probabilities, `best_exact`/`best_f1` are the scores at
+the best threshold (`best_exact_thresh`/`best_f1_thresh`). Unlike the
+official v2.0 script, a question without a prediction scores 0.
 
 Answers are compared after the official normalisation: lower case, ASCII
 punctuation removed, the articles a/an/the removed, whitespace collapsed.

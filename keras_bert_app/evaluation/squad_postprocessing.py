@@ -1,13 +1,11 @@
 """Start/end logits of SQuAD windows -> answer texts, as the original BERT `run_squad.py`.
 
 For every window the `n_best_size` highest start and end logits are paired;
-a pair is dropped when either end is outside the context, the start piece
-does not belong to this window (max-context rule), the end comes before the
-start, or the span is longer than `max_answer_length` pieces. The remaining
-spans of all windows of a question are ranked by start + end logit and the
-first `n_best_size` distinct texts form the n-best list. A span's text is
-the context between its first piece's first character and its last piece's
-last character, so case, accents and whitespace are the document's.
+invalid pairs (outside the context, not the window's max-context piece, end
+before start, longer than `max_answer_length`) are dropped, the rest of all
+windows ranked by start + end logit, and the first `n_best_size` distinct
+texts form the n-best list. A span's text is the context between its first
+piece's first character and its last piece's last character.
 
 SQuAD v2.0: the null score is the smallest `[CLS]` start + end logit over the
 question's windows; the empty answer "" joins the n-best list with it, and

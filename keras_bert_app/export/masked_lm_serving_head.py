@@ -16,14 +16,10 @@ class MaskedLMServingHead(ServingHead):
     """The top-k vocabulary tokens at each `[MASK]` of raw text.
 
     `serving_default(text)`: the text is tokenized with
-    `special_tokens_in_strings=True` (the preprocessor's tokenizer, or a copy
-    of it with that option on, since a fill-in request is text with literal
-    `[MASK]`s): every exact, case-sensitive `[MASK]` is the `[MASK]` id, and
-    the other special-token literals their ids, as in HF `tokenizers`; the
-    export's metadata records `special_tokens_in_strings: true`. The
-    masked-LM head is evaluated
-    only at the first `max_predictions` `[MASK]` positions that fit in the
-    packed sequence (`[CLS] pieces [SEP]`); further ones are not predicted.
+    `special_tokens_in_strings=True` (a fill-in request holds literal
+    `[MASK]`s; the export's metadata records it), and the masked-LM head
+    runs at the first `max_predictions` `[MASK]` positions that fit in the
+    packed sequence.
 
     Outputs, [batch, max_predictions] then k = `top_k`:
     `mask_positions` int32 (sequence positions of the `[MASK]`s, -1 past

@@ -18,16 +18,12 @@ class QuestionAnsweringHead(ServingHead):
     """Extractive QA in one window, with the best span's text and offsets.
 
     `serving_default(question, context)` (batched tf.string) packs
-    `[CLS] question [SEP] context [SEP]` as the SQuAD featurizer does: the
-    question is cut to `max_query_length` pieces, the context fills the rest
-    of the sequence. There is one window: context pieces past the sequence
-    length are dropped (no doc-stride windows), so answers must lie in the
-    first `sequence_length - 3 - question pieces` pieces of the context.
+    `[CLS] question [SEP] context [SEP]` as the SQuAD featurizer does, in one
+    window (no doc-stride windows): answers must lie in the context pieces
+    that fit in the sequence.
 
     The best span is searched exhaustively among the context pieces: start
-    <= end, at most `max_answer_length` pieces, highest start + end logit
-    (the original post-processing ranks the same score but only over the
-    top-20 starts x top-20 ends, which can miss the best valid span).
+    <= end, at most `max_answer_length` pieces, highest start + end logit.
 
     Outputs: `start_logits`, `end_logits` float32 [batch, seq] (with length
     buckets, 0 at padding positions);
@@ -38,8 +34,8 @@ class QuestionAnsweringHead(ServingHead):
     `score` float32 [batch], start + end logit of the span; `null_score`
     float32 [batch], the `[CLS]` start + end logit (SQuAD v2.0 clients answer
     "" when `null_score - score` exceeds their threshold). A context without
-    pieces gives `answer_text` "", offsets 0 and `score` 0. Invalid UTF-8 in
-    the context is replaced by U+FFFD first; offsets then index that string.
+    pieces gives "", offsets 0 and `score` 0; offsets index the context after
+    invalid UTF-8 is replaced by U+FFFD.
 
     `serve_token_ids` returns the logits, `score`, `null_score` and the
     span's sequence positions `answer_start_position`, `answer_end_position`

@@ -16,14 +16,11 @@ kba.export_for_serving("runs/topics/preset", "serving/topics")         # a run f
 kba.export_for_serving(classifier, "serving/topics", preprocessor, label_names=["sport", "business"])
 ```
 
-Length buckets (default; `bucketing=False` turns them off): the graph packs
-each request batch at S, cuts it to its last real token rounded up to a
-bucket length (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512,
-...: powers of two and 1.5 times them, at most S: `data.bucketing`) and
-runs the model there, then pads the per-position outputs back to S
-(0 / -1 / "" at padding positions), so a 10-word request costs a 12- or
-16-token run. The model is exported once with an open sequence axis
-(on JAX through jax2tf with one symbolic length, at most S), and
+Length buckets (default; `bucketing=False` turns them off): the graph cuts
+each request batch to its last real token rounded up to a bucket length
+(`data.bucketing`, at most S), runs the model there, and pads the
+per-position outputs back to S (0 / -1 / "" at padding positions). The model
+is exported once with an open sequence axis, and
 `assets.extra/tf_serving_warmup_requests` holds a request of each length.
 
 The SavedModel needs the TensorFlow Text op library (`FastWordpieceTokenizer`,

@@ -30,12 +30,10 @@ class ServingHead:
     implement `serve_text` (or `text_function`), `outputs` and
     `warmup_inputs`.
 
-    Length buckets (`set_bucketing`, on by default): the features are packed
-    at S, then `run_core` cuts each batch to its last real position rounded
-    up to one of `bucket_lengths`, runs the model there, and pads the
-    per-position raw outputs (`sequence_outputs`) back to S with 0 at every
-    padding position (`padding_mask` 0), so real positions get what a
-    fixed-S export computes and padding positions a fixed filler.
+    Length buckets (`set_bucketing`, on by default): `run_core` cuts each
+    batch packed at S to its last real position rounded up to one of
+    `bucket_lengths`, runs the model there, and pads the per-position raw
+    outputs (`sequence_outputs`) back to S with 0 at padding positions.
 
     Args:
         task: str. The task name recorded in the export's metadata.

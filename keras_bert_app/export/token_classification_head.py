@@ -22,13 +22,10 @@ class TokenClassificationHead(ServingHead):
       `token_mask` bool: the position holds a piece of the text;
     - `tags`: the tag names of `tag_ids` (only when label names are known).
 
-    and per word [batch, seq - 2] (words as BERT splits them: on whitespace
-    and around each punctuation character; a word is tagged through its
-    first piece, as in training, section 5.3 of Devlin et al. 2018):
-    `word_tag_ids` int32 (-1 past the words), `word_start`, `word_end` int64
-    (the word's span over its kept pieces, -1 past the words) and, with
-    label names, `word_tags` ("" past the words). Invalid UTF-8 is replaced
-    by U+FFFD first; offsets then index that string.
+    and per word [batch, seq - 2] (tagged through its first piece, as in
+    training): `word_tag_ids` int32, `word_start`, `word_end` int64 (-1 past
+    the words) and, with label names, `word_tags` ("" past the words).
+    Invalid UTF-8 is replaced by U+FFFD first; offsets then index that string.
 
     `serve_token_ids` returns `tag_ids`, `probabilities` (and `tags`).
 

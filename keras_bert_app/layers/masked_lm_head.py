@@ -11,10 +11,9 @@ from keras_bert_app.layers.initializers import truncated_normal
 class MaskedLMHead(keras.layers.Layer):
     """BERT's masked language model head (Devlin et al. 2018, section 3.1).
 
-    Gathers the hidden states at `mask_positions` first, so the vocabulary
-    projection runs only on the predicted positions, then applies
-    `dense -> activation -> LayerNorm` and scores against the token embedding
-    matrix (tied weights) plus an output bias.
+    Gathers the hidden states at `mask_positions` first (the vocabulary
+    projection runs only there), then `dense -> activation -> LayerNorm`,
+    scored against the tied token embeddings plus an output bias.
 
     Args:
         token_embedding: `keras.layers.Embedding`. The encoder's token

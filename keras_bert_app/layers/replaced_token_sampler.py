@@ -8,16 +8,12 @@ from keras import ops
 class ReplacedTokenSampler(keras.layers.Layer):
     """Samples one token per masked position from the generator and writes it into the sequence.
 
-    Gumbel-max sampling (`argmax(logits / temperature + Gumbel noise)`, an
-    exact draw from `softmax(logits / temperature)`) with `keras.random` and
-    a `SeedGenerator`, so it runs on TensorFlow, JAX and PyTorch; its state
-    is saved with the model's weights (checkpoints resume the same draws). The logits pass through
-    `ops.stop_gradient`: no gradient flows from the discriminator into the
-    generator (Clark et al. 2020, section 2).
-
-    Prediction slots with position 0 are padding (position 0 is `[CLS]`,
-    which is never masked, as in BERT's and ELECTRA's data): they write
-    nothing.
+    Gumbel-max sampling (an exact draw from `softmax(logits / temperature)`)
+    with `keras.random` and a `SeedGenerator` whose state is saved with the
+    weights (checkpoints resume the same draws). No gradient flows from the
+    discriminator into the generator (Clark et al. 2020, section 2).
+    Prediction slots at position 0 (`[CLS]`, never masked) are padding and
+    write nothing.
 
     Args:
         temperature: float. Softmax temperature of the draw (1.0 in ELECTRA).

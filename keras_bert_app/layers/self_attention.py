@@ -34,10 +34,7 @@ class SelfAttention(SequenceLayer):
 
     With `fused=True`, inference (and training without attention dropout)
     calls `keras.ops.dot_product_attention`, the backend's fused kernel where
-    it has one (torch `scaled_dot_product_attention`, cuDNN flash attention
-    on JAX GPUs); it computes the same function (float32: equal up to
-    rounding; under mixed_bfloat16 it keeps the backend's own precision, one
-    bfloat16 rounding step from the explicit path). A fused kernel has no
+    it has one: the same function, up to rounding. A fused kernel has no
     dropout on the probabilities, so training with `dropout > 0` keeps the
     explicit path.
 
@@ -136,13 +133,10 @@ class SelfAttention(SequenceLayer):
     def _call_with_first(self, hidden_states, query, key, value, key_mask, training):
         """The output at every position and, computed apart, at the first alone: ([b, s, h], [b, 1, h]).
 
-        Where only the first ([CLS]) is used (a classifier's pooled output), the
-        whole-sequence path feeds nothing and a traced function drops it: its
-        queries, scores and output projection (`TransformerBlock` adds the
-        feed-forward sublayer). Dropout draws one mask, as `call` does (the
-        same seed, shape and values: Keras' dropout of ones is 1 / (1 - rate)
-        where it keeps, 0 where it drops, and p times it is its dropout of
-        p), and the first position takes that mask's first row.
+        Where only the first ([CLS]) is used, a traced function drops the
+        unused whole-sequence path (`TransformerBlock` adds the feed-forward
+        sublayer). Dropout draws one mask, as `call` does, and the first
+        position takes its first row.
         """
         keep = None
         if training and self.dropout > 0:

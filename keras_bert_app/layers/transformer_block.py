@@ -124,19 +124,12 @@ class TransformerBlock(SequenceLayer):
     def _call_with_first(self, hidden_states, padding_mask, training):
         """`call`'s output and, computed apart, its first position's: ([b, s, h], [b, 1, h]).
 
-        A classifier uses the last block's output at [CLS] alone (the pooled
-        output). Computed apart, from the keys and values of every position,
-        it does not need the other positions' queries, attention output,
-        LayerNorms and feed-forward sublayer; in a traced function (a
-        TensorFlow step, `jax.jit`) the whole-sequence path then feeds
-        nothing and is dropped: about four fifths of the last block's work,
-        forward and backward (TF Model Garden's encoder has the same cut as
-        `output_range`). The first position's values are the whole path's
-        first row, up to the rounding of a matrix product of another shape.
-        Dropout draws each mask once, as `call` does (same seeds, shapes and
-        values, see `SelfAttention`), and the first position takes its first
-        row, so a model that uses both outputs (pretraining: the masked LM on
-        every position, next-sentence prediction on [CLS]) sees one dropout.
+        A classifier reads the last block at [CLS] alone: computed apart, from
+        every position's keys and values, it needs no other queries, LayerNorms
+        or feed-forward rows, and a traced function drops the unused
+        whole-sequence path (TF Model Garden's `output_range` cut). Dropout
+        draws each mask once, as `call` does, and the first position takes
+        its first row, so a model using both outputs sees one dropout.
         """
         if not self.first_apart:
             outputs = self.call(hidden_states, padding_mask=padding_mask, training=training)

@@ -10,12 +10,10 @@ from keras_bert_app.models.bert_task import head_initializer
 class BertClassifier(sentence_head.SentenceTask):
     """BERT with a dropout + dense head on [CLS] (GLUE), pooled as the encoder's family fine-tunes.
 
-    Section 4.1 of Devlin et al. 2018: the only new parameters are a
-    classification layer `W` [H, num_classes] on the pooled output; every
-    encoder weight is fine-tuned. An ELECTRA encoder reads the raw [CLS]
-    through dense(H), GELU and dropout instead (`models.sentence_head`).
-    `num_classes=1` makes a regressor (STS-B) trained with mean squared
-    error. The model returns logits (no softmax).
+    Section 4.1 of Devlin et al. 2018: a classification layer on the pooled
+    output, every encoder weight fine-tuned; an ELECTRA encoder reads the raw
+    [CLS] instead (`models.sentence_head`). `num_classes=1` makes a regressor
+    (STS-B, mean squared error). The model returns logits.
 
     Args:
         encoder: `keras_bert_app.BertEncoder`.

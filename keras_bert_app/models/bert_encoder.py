@@ -38,29 +38,20 @@ class BertEncoder(keras.Model):
         initializer_range: float. Stddev of the truncated-normal init (0.02).
         fused_attention: bool. Compute attention with
             `keras.ops.dot_product_attention`, the backend's fused kernel
-            where it has one (torch SDPA; cuDNN flash attention on JAX GPUs),
-            at inference and when attention dropout is off; same results
-            within float tolerance. An execution choice, not part of the
-            weights: `from_preset(..., fused_attention=True)`.
+            where it has one, at inference and when attention dropout is off;
+            same results within float tolerance. An execution choice, not
+            part of the weights: `from_preset(..., fused_attention=True)`.
         embedding_dim: int or None. Width E of the token, position and
             segment embeddings (factorized embeddings, as ELECTRA-Small's
             E=128 with H=256). When E != `hidden_dim`, a learned Dense
-            `embedding_projection` (E -> H, with bias) follows the
-            embeddings' LayerNorm and dropout, as HF `ElectraModel`'s
-            `embeddings_project`. None (default): E = H, no projection
-            (the BERT architecture, same weights and config).
+            `embedding_projection` (E -> H) follows the embeddings' LayerNorm
+            and dropout. None (default): E = H, no projection.
         num_groups: int or None. Cross-layer parameter sharing (ALBERT, Lan
-            et al. 2019): the `num_layers` layers use `num_groups` sets of
-            weights, each shared by `num_layers / num_groups` consecutive
-            layers (layer i uses group `i // (num_layers // num_groups)`, as
-            HF `AlbertTransformer`). 1 is ALBERT's all-shared encoder; None
-            (default) or `num_layers` is BERT, one set per layer, with the
-            same weight names. It must divide `num_layers`. The blocks are
-            `transformer_layers` (`num_groups` of them); `encoder_outputs`
-            still has one entry per layer. With `embedding_dim` != H this is
-            ALBERT's layout: embeddings and their LayerNorm E wide, a Dense
-            E -> H (HF's `embedding_hidden_mapping_in`), then the shared
-            post-LN blocks and the pooler.
+            et al. 2019): the layers use `num_groups` sets of weights, each
+            shared by `num_layers / num_groups` consecutive layers, as HF
+            `AlbertTransformer`; it must divide `num_layers`. 1 is ALBERT's
+            all-shared encoder; None (default) or `num_layers` is BERT.
+            `encoder_outputs` still has one entry per layer.
         shared_embeddings: `BertEmbeddings` or None. Use this embeddings
             layer (token, position and segment tables and their LayerNorm)
             instead of a new one, to share it with another encoder (an

@@ -12,9 +12,8 @@ class BertFeatureExtractor(BertTask):
     """Per-token features from chosen Transformer layers (the feature-based approach).
 
     Section 5.3 of Devlin et al. 2018 feeds fixed BERT activations to a
-    downstream model; concatenating the last four hidden layers worked best
-    (96.1 dev F1 on CoNLL-2003), summing them came close. Nothing is
-    trained: the model only selects and combines `encoder_outputs`.
+    downstream model (the last four layers concatenated worked best). Nothing
+    is trained: the model only selects and combines `encoder_outputs`.
 
     Args:
         encoder: `keras_bert_app.BertEncoder`.

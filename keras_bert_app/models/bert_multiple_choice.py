@@ -13,11 +13,9 @@ class BertMultipleChoice(sentence_head.SentenceTask):
     """BERT scoring `num_choices` (context, ending) pairs, as for SWAG.
 
     Section 4.4 of Devlin et al. 2018: each choice is packed as
-    `[CLS] context [SEP] ending [SEP]`; the only new parameter is a vector
-    whose dot product with the pooled [CLS] output scores the choice; a
-    softmax over the choices (in the loss, from logits) picks one. An
-    ELECTRA encoder scores the raw [CLS] through dense(H), GELU and dropout
-    instead, as HF's `ElectraForMultipleChoice` (`models.sentence_head`).
+    `[CLS] context [SEP] ending [SEP]` and scored by a dot product with the
+    pooled [CLS] output (ELECTRA: the raw [CLS], `models.sentence_head`);
+    a softmax over the choices, in the loss, picks one.
 
     Args:
         encoder: `keras_bert_app.BertEncoder`.

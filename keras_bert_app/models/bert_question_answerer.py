@@ -12,11 +12,10 @@ OUTPUT_NAMES = ("start_logits", "end_logits")
 class BertQuestionAnswerer(BertTask):
     """BERT with a span head: a start and an end logit for every token.
 
-    Sections 4.2-4.3 of Devlin et al. 2018: the only new parameters are a
-    start vector S and an end vector E (a dense layer of 2 units on each
-    final hidden state T_i); P(start = i) = softmax_i(S . T_i). The training
-    loss is the mean of the start and end cross-entropies. For SQuAD v2.0 an
-    unanswerable question points both ends at `[CLS]` (position 0).
+    Sections 4.2-4.3 of Devlin et al. 2018: a dense layer of 2 units on each
+    final hidden state gives the start and end logits; the loss is the mean
+    of the start and end cross-entropies. An unanswerable SQuAD v2.0
+    question points both ends at `[CLS]` (position 0).
 
     Args:
         encoder: `keras_bert_app.BertEncoder`.

@@ -11,11 +11,9 @@ IGNORE_LABEL = -100
 class BertTokenClassifier(BertTask):
     """BERT with a dense layer on every token's final hidden state (NER).
 
-    Section 5.3 of Devlin et al. 2018: each word is labelled through the
-    representation of its first sub-token. Labels of the other positions
-    ([CLS], [SEP], padding, continuation pieces) are `IGNORE_LABEL` (-100):
-    the default loss skips them, and the data readers also give them a
-    sample weight of 0 so metrics skip them too.
+    Section 5.3 of Devlin et al. 2018: each word is labelled through its
+    first sub-token. The other positions get `IGNORE_LABEL` (-100), which the
+    default loss skips, and a sample weight of 0 from the data readers.
 
     Args:
         encoder: `keras_bert_app.BertEncoder`.

@@ -15,16 +15,15 @@ DEFAULT_GENERATOR_SIZE = 0.25
 def generator_config(discriminator_config, generator_size=DEFAULT_GENERATOR_SIZE):
     """The config of ELECTRA's generator for a discriminator config: `generator_size` of its width.
 
-    Hidden width, attention heads and feed-forward width are scaled by
-    `generator_size` (the official small recipe: 1/4; the paper uses 1/3 for
-    base), with at least one head; depth, vocabulary, positions and the
-    embedding width E (the tables are shared) stay the discriminator's.
+    Hidden width, heads and feed-forward width are scaled by `generator_size`
+    (at least one head); depth, vocabulary, positions and the embedding width
+    E (the tables are shared) stay the discriminator's.
 
     Args:
         discriminator_config: dict. A `BertEncoder` config.
-        generator_size: float. Fraction of the discriminator's size, > 0.
-            Above 1 (a generator larger than the discriminator) warns: the
-            ELECTRA authors found it destabilises training.
+        generator_size: float. Fraction of the discriminator's size, > 0
+            (the official small recipe: 1/4). Above 1 warns: the ELECTRA
+            authors found it destabilises training.
 
     Returns:
         dict. A `BertEncoder` config (keyword arguments).

@@ -81,14 +81,11 @@ class ElectraPretrainer(BertTask):
     entries, such as `nsp`, are ignored), sample weights `{"mlm": 1 for a
     real prediction, 0 for padding}` — the batches `BertPretrainer` takes.
 
-    Metrics: `generator_mlm_loss`, `generator_mlm_accuracy` (real
-    predictions), `discriminator_loss`, `discriminator_accuracy` (real
-    tokens), `discriminator_precision` and `discriminator_recall` (of the
-    "replaced" class; recall is the accuracy on replaced tokens),
-    `discriminator_auc` (ROC AUC of its probabilities over real tokens, as
-    the official code's `disc_auc`: how well it ranks replaced tokens above
-    original ones, whatever the threshold) and `replaced_token_rate` (share
-    of real tokens the generator replaced).
+    Metrics: `generator_mlm_loss`, `generator_mlm_accuracy`,
+    `discriminator_loss`, `discriminator_accuracy`, `discriminator_precision`
+    and `discriminator_recall` (of the "replaced" class), `discriminator_auc`
+    (ROC AUC over real tokens, the official code's `disc_auc`) and
+    `replaced_token_rate` (share of real tokens the generator replaced).
 
     Example:
     ```python
@@ -289,14 +286,12 @@ class ElectraPretrainer(BertTask):
     def save_to_preset(self, preset_dir):
         """Write the discriminator as an encoder preset, the generator and heads, and `generator/`.
 
-        `preset_dir` holds `config.json` (the discriminator's `encoder` entry
-        and an `electra_pretrainer` entry), `model.weights.h5` and
-        `electra_pretrainer.weights.h5` (generator, heads, sampler state);
-        `preset_dir/generator/` is the generator on its own: a `BertEncoder`
-        preset whose `pretrainer.weights.h5` holds its masked-LM head, so
+        `preset_dir` holds the discriminator's encoder preset plus an
+        `electra_pretrainer` config entry and `electra_pretrainer.weights.h5`
+        (generator, heads, sampler state); `preset_dir/generator/` is the
+        generator as an encoder preset with its masked-LM head, which
         `BertPretrainer.from_preset(..., next_sentence_prediction=False)`
-        loads it as a masked LM. Other `config.json` entries of both folders
-        (tokenizer) are kept.
+        loads. Other `config.json` entries (tokenizer) are kept.
 
         Returns:
             pathlib.Path of the folder.

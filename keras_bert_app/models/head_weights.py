@@ -1,14 +1,11 @@
 """The weights of a model's heads: everything but its encoder, in Keras' own weights format.
 
-A preset folder holds the encoder in `model.weights.h5` (`BertEncoder.save_weights`)
-and, for a pretrainer or a fine-tuned task, the rest of the model in a second
-file written by `keras.saving.save_weights` with the encoder (and the
-optimizer) skipped: the same layout as the model's own `save_weights`, without
-a second copy of the encoder. `load_head_weights` reads that file, a full
-model's `save_weights` file (fine-tuned task folders before this layout), and
-the hand-written layout of the pretraining heads that earlier versions wrote
-to `pretrainer.weights.h5` (one dataset per variable path:
-`masked_lm_head/dense/kernel`, ...).
+A preset folder holds the encoder in `model.weights.h5` and, for a
+pretrainer or a fine-tuned task, the rest of the model in a second file
+written by `keras.saving.save_weights` with the encoder skipped.
+`load_head_weights` reads that file, a full model's `save_weights` file, and
+the per-variable layout of the pretraining heads that earlier versions wrote
+to `pretrainer.weights.h5`.
 """
 
 import os

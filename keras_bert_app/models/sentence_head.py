@@ -1,14 +1,11 @@
 """The head on one vector per sequence, as each family fine-tunes: BERT's pooler or ELECTRA's raw [CLS].
 
 `pooling="pooler"`: dropout and a dense layer on the pooled output
-`tanh(dense([CLS]))` (BERT, section 4.1 of the paper; ALBERT, as HF's
-`AlbertForSequenceClassification`). `pooling="cls"`: the last layer's raw
-[CLS] vector through dense(hidden), GELU and dropout before the output layer,
-as google-research/electra fine-tunes (ELECTRA's pooler gets no gradient in
-pretraining, so it would start random): HF's `ElectraClassificationHead`
-(dropout first) and `ElectraForMultipleChoice`'s summary (no first dropout).
-`from_preset` picks the pooling by the preset's family (`convert.family`)
-unless it is given.
+`tanh(dense([CLS]))` (BERT, section 4.1 of the paper; ALBERT).
+`pooling="cls"`: the raw [CLS] vector through dense(hidden), GELU and
+dropout before the output layer, as google-research/electra fine-tunes (its
+pooler gets no gradient in pretraining) and HF's ELECTRA heads do.
+`from_preset` picks the pooling by the preset's family unless it is given.
 """
 
 import keras

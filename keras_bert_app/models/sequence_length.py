@@ -1,11 +1,8 @@
 """`sequence_length_for`: the tokens per packed example a run can use with a preset's encoder.
 
-The encoder has `max_sequence_length` learned positions (HF's
-`max_position_embeddings`): a longer packed example has no position
-embedding for its tail. A command's default length (128; SQuAD 384) is cut
-to the encoder's positions, so a checkpoint with few positions works with
-the defaults; a length asked for explicitly that does not fit is refused in
-one line, before any data is read.
+The encoder has `max_sequence_length` learned positions: a command's default
+length (128; SQuAD 384) is cut to them, and an explicit length that does not
+fit is refused in one line, before any data is read.
 """
 
 from keras_bert_app import errors

@@ -1,9 +1,7 @@
 """BERT's text normalisation and word splitting as TensorFlow string ops.
 
-The original `BasicTokenizer` (google-research/bert `tokenization.py`), as HF
-`tokenizers.BertWordPieceTokenizer` (`BertNormalizer` + `BertPreTokenizer`)
-implements it, written as RE2 character classes and ICU ops so that it runs
-inside tf.data and a SavedModel:
+The original `BasicTokenizer`, as HF's `BertNormalizer` + `BertPreTokenizer`
+implement it, in RE2 and ICU ops that run inside tf.data and a SavedModel:
 
 1. clean: drop NUL, U+FFFD and the control, format and private-use characters
    (Unicode Cc, Cf, Co; tab, newline and carriage return are whitespace), and

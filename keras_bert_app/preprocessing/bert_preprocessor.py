@@ -15,15 +15,12 @@ class BertPreprocessor(PreprocessingLayer):
     after, padded to `sequence_length`, truncated as the original BERT does
     (see `SegmentPacker`).
 
-    Literal special tokens in the text (`"good movie [SEP] bad movie"`)
-    follow the tokenizer's `special_tokens_in_strings`: by default they are
-    text (`[`, `sep`, `]`), so user text cannot add a `[SEP]` or `[CLS]` of
-    its own; with `True` they are the special ids, as in HF (the segment ids
-    still come from the segments given, not from such a `[SEP]`).
+    Literal special tokens in the text follow the tokenizer's
+    `special_tokens_in_strings` (by default they are text); the segment ids
+    always come from the segments given.
 
-    Works inside `tf.data` under every Keras backend (outputs are tf tensors
-    there); called eagerly it returns backend tensors (numpy arrays converted
-    with `keras.ops.convert_to_tensor`; tf tensors on TensorFlow).
+    Works inside `tf.data` under every Keras backend (tf tensors there);
+    called eagerly it returns backend tensors.
 
     Args:
         tokenizer: `BertTokenizer` or `SentencePieceTokenizer` (ALBERT).

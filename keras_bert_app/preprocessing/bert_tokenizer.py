@@ -36,44 +36,29 @@ class BertTokenizer(TokenizerLayer):
     continuation pieces; a word that cannot be decomposed, or that has more
     than `max_input_chars_per_word` characters, becomes `[UNK]`.
 
-    Special tokens written in the text: with `special_tokens_in_strings=False`
-    (the default) a literal `[CLS]`, `[SEP]`, `[MASK]`, `[PAD]` or `[UNK]` in
-    the input is ordinary text, so `"the [CLS] token"` gives `the`, `[`,
-    `cl`, `##s`, `]`, `token`, exactly as the original `FullTokenizer` does;
-    user text can then never inject a `[SEP]` that splits a segment, or a
-    `[CLS]`. With `special_tokens_in_strings=True` each of those five
-    literals, matched exactly and case-sensitively in the raw text before
-    cleaning and normalisation, is its one special id, as HF `tokenizers`
-    does (keras-hub's option of that name leaves out `[UNK]`):
-    `"foo[SEP]bar"` gives `foo`, `[SEP]`, `bar`; `"[sep]"` and `"[ SEP]"`
-    stay text; the offsets of a special token span its literal. Use it to
-    get HF's ids (`BertTokenizer.from_preset(name,
-    special_tokens_in_strings=True)`), or to send `[MASK]`s in fill-in text.
-    The setting is saved in the config and the preset, so preprocessors,
-    `tf.data` pipelines and exported SavedModels follow it.
+    Special tokens written in the text: by default (the original's rule) a
+    literal `[CLS]`, `[SEP]`, `[MASK]`, `[PAD]` or `[UNK]` is ordinary text
+    (`"the [CLS] token"` gives `the`, `[`, `cl`, `##s`, `]`, `token`), so user
+    text can never inject a segment break. With
+    `special_tokens_in_strings=True` (HF `tokenizers`' rule) each of those
+    literals, matched exactly and case-sensitively, is its special id:
+    `"foo[SEP]bar"` gives `foo`, `[SEP]`, `bar`. The setting is saved in the
+    config and the preset, so preprocessors and SavedModels follow it.
 
-    It runs as TF ops (tensorflow-text's FastWordpiece underneath), so it works
-    inside `tf.data` and an exported SavedModel under every Keras backend.
-    Called on strings it returns token ids: a scalar string gives a 1-D
-    `tf.Tensor`, a batch `[batch]` a `tf.RaggedTensor` `[batch, (tokens)]`.
+    Runs as TF ops (tensorflow-text's FastWordpiece), inside `tf.data` and a
+    SavedModel under every Keras backend. A scalar string gives a 1-D
+    `tf.Tensor` of ids, a batch a `tf.RaggedTensor` `[batch, (tokens)]`.
 
-    The ids equal HF `tokenizers.BertWordPieceTokenizer(vocab, lowercase=...,
-    strip_accents=None, clean_text=True, handle_chinese_chars=True)` with
-    `add_special_tokens=False` on text without literal special tokens, and
-    on all text with `special_tokens_in_strings=True` (HF matches the
-    literals; by default the lines that hold one follow the original), except:
-    - the per-word cap: 200 characters here (the original's), 100 in HF;
-    - unassigned code points are kept (they make their word `[UNK]`), as HF
-      does; the original Python drops them;
-    - ~1,000 rare code points whose Unicode category is newer than HF's
-      Unicode 9 tables (marks, format characters and punctuation of recent
-      scripts), and CJK Extension E U+2B820..U+2B91F, which HF's copy of the
-      CJK ranges misses (tests/preprocessing/test_hf_equality.py lists them).
+    The ids equal HF `tokenizers.BertWordPieceTokenizer` (`clean_text`,
+    `handle_chinese_chars`, `add_special_tokens=False`) on text without
+    literal special tokens, and on all text with
+    `special_tokens_in_strings=True`, except: the per-word cap is the
+    original's 200 characters (HF: 100), and ~1,000 rare code points newer
+    than HF's Unicode 9 tables (and CJK Extension E U+2B820..U+2B91F) are
+    classified by current Unicode (tests/preprocessing/test_hf_equality.py).
 
-    Bad input: empty, whitespace-only and control-only strings give no ids;
-    invalid UTF-8 is replaced by U+FFFD and dropped; emoji and symbols absent
-    from the vocabulary give `[UNK]`; very long strings are fine; a word
-    over the cap is one `[UNK]`.
+    Bad input: empty or whitespace-only strings give no ids; invalid UTF-8
+    is replaced by U+FFFD and dropped; unknown symbols give `[UNK]`.
 
     Args:
         vocabulary: str or `pathlib.Path` of a `vocab.txt`, or a list of str
@@ -131,45 +116,34 @@ class BertTokenizer(TokenizerLayer):
 
         # === TF resources ===
         self._id_dtype = tf.int32 if dtype == "int32" else tf.int64
+
+        def wordpiece(max_bytes_per_word, no_pretokenization):
+            return tf_text.FastWordpieceTokenizer(
+                vocab=self._vocabulary, suffix_indicator=SUFFIX_INDICATOR, max_bytes_per_word=max_bytes_per_word,
+                token_out_type=self._id_dtype, unknown_token=self.unk_token, no_pretokenization=no_pretokenization,
+            )
+
         # The fast path: FastWordpiece splits on whitespace, punctuation and
         # CJK ideographs itself ("end-to-end"), as BERT does. It caps words in
         # bytes, not characters: a word of more than `cap` bytes comes out as
         # one [UNK], and its line is redone on the exact path below.
-        self._text_wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self._vocabulary,
-            suffix_indicator=SUFFIX_INDICATOR,
-            max_bytes_per_word=self.max_input_chars_per_word,
-            token_out_type=self._id_dtype,
-            unknown_token=self.unk_token,
-            no_pretokenization=False,
-        )
+        self._text_wordpiece = wordpiece(self.max_input_chars_per_word, no_pretokenization=False)
         # The exact path (and offsets): words split from the raw text, then
         # WordPiece per word; a word of n characters has at most 4n bytes.
         self._max_bytes_per_word = 4 * self.max_input_chars_per_word
-        self._word_wordpiece = tf_text.FastWordpieceTokenizer(
-            vocab=self._vocabulary,
-            suffix_indicator=SUFFIX_INDICATOR,
-            max_bytes_per_word=self._max_bytes_per_word,
-            token_out_type=self._id_dtype,
-            unknown_token=self.unk_token,
-            no_pretokenization=True,
-        )
-        self._vocabulary_tensor = tf.constant(self._vocabulary)
+        self._word_wordpiece = wordpiece(self._max_bytes_per_word, no_pretokenization=True)
+        self._tokens_tensor = tf.constant(self._vocabulary)
         self._special_token_ids = [self._token_to_id[token] for token in SPECIAL_TOKENS]
         # Eager calls run op by op until enough work makes a compiled graph
         # pay (`eager_calls`); that graph splits a large batch in shards
         # that run in parallel (one per CPU core).
         strings = [tf.TensorSpec([None], tf.string)]
-        self._tokenize_graph = tf.function(
-            self._tokenize_sharded, input_signature=strings, autograph=False
-        )
+        self._tokenize_graph = tf.function(self._tokenize_sharded, input_signature=strings, autograph=False)
         # Traced once and called from each shard, and from the fast path's
         # redo of long words: one copy of each graph, not one per call site
         # (tracing, not running, is most of a first call's cost).
         self._batch_graph = tf.function(self._tokenize_batch, input_signature=strings, autograph=False)
-        self._exact_graph = tf.function(
-            self._tokenize_text_with_offsets, input_signature=strings, autograph=False
-        )
+        self._exact_graph = tf.function(self._tokenize_text_with_offsets, input_signature=strings, autograph=False)
         self._tokenize_with_offsets_graph = tf.function(
             self._tokenize_with_offsets_batch, input_signature=strings, autograph=False
         )
@@ -311,18 +285,6 @@ class BertTokenizer(TokenizerLayer):
             tf.where(tf.gather(too_long, rows), tf.gather(word_bytes, rows), ends.flat_values)
         )
         return ids, starts, ends
-
-    def tokenize_as_strings(self, inputs):
-        """Strings -> token strings (like `tokenize`, with tokens for ids)."""
-        return self.ids_to_tokens(self.tokenize(inputs))
-
-    def ids_to_tokens(self, ids):
-        """Token ids (tensor or ragged, any rank) -> the token strings, same shape."""
-        if isinstance(ids, (list, tuple)):
-            ids = tf.ragged.constant(ids)
-        if isinstance(ids, tf.RaggedTensor):
-            return ids.with_flat_values(tf.gather(self._vocabulary_tensor, ids.flat_values))
-        return tf.gather(self._vocabulary_tensor, ids)
 
     def detokenize(self, ids):
         """Token ids [..., tokens] -> text [...]: tokens joined by spaces, "##" merged.

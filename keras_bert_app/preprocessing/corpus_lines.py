@@ -21,10 +21,9 @@ def read_lines(path, open_binary=None):
     `readline` (such as Apache Beam's `FileSystems.open`, for `gs://` and
     other remote files); by default a local file, `.gz` decompressed.
 
-    Lines are decoded as strict UTF-8 and stripped of surrounding whitespace;
-    a blank line yields an empty string (a document boundary). Lines may end
-    in LF, CRLF or a bare CR (old Mac files, some exports): a CR not followed
-    by LF ends a line too, so such a file is not read as one long line.
+    Lines are decoded as strict UTF-8 and stripped; a blank line yields an
+    empty string (a document boundary). Lines may end in LF, CRLF or a bare
+    CR.
 
     Raises:
         ValueError: for bytes that are not UTF-8 or a corrupt `.gz` file,

@@ -1,14 +1,10 @@
 """How a tokenizer runs when it is called eagerly: op by op, or its compiled graph.
 
-Tracing a tokenizer's graph (normalisation, WordPiece, the exact path for
-over-long words, the shards) takes seconds of CPU; running the same ops one
-by one takes milliseconds per call, and the ops are vectorised over the batch
-(a batch of a thousand lines runs op by op no slower than the graph, in a
-small fraction of the time tracing takes). What the graph saves is the per-op overhead of each call, so it pays for
-many calls, whatever their size: an eager tokenizer runs op by op and
-compiles its graph after `COMPILE_AFTER` calls. Both give the same ids: they
-run the same ops. Inside `tf.data` or a SavedModel the ops are
-part of that graph already, and none of this applies.
+Tracing a tokenizer's graph takes seconds; running its ops one by one
+(vectorised over the batch) takes milliseconds per call. The graph only
+saves per-op overhead, which pays for many calls: an eager tokenizer runs op
+by op and compiles its graph after `COMPILE_AFTER` calls. Both run the same
+ops and give the same ids. Inside `tf.data` or a SavedModel none of this applies.
 """
 
 import tensorflow as tf

@@ -31,7 +31,8 @@ class TokenizerLayer(PreprocessingLayer):
     """Base of the tokenizers: `call` tokenizes, and the Python lookups over the vocabulary.
 
     A subclass gives `lookup_tables()`: its tokens in id order, its
-    `{token: id}` map, and how to name its vocabulary in an error.
+    `{token: id}` map, and how to name its vocabulary in an error; and
+    `_tokens_tensor`, its tokens as a `tf.string` tensor.
     """
 
     def lookup_tables(self):
@@ -47,6 +48,20 @@ class TokenizerLayer(PreprocessingLayer):
     def get_vocabulary(self):
         """The tokens (pieces), in id order (a copy)."""
         return list(self.lookup_tables()[0])
+
+    def tokenize_as_strings(self, inputs):
+        """Strings -> token strings (like `tokenize`, with tokens for ids)."""
+        return self.ids_to_tokens(self.tokenize(inputs))
+
+    def ids_to_tokens(self, ids):
+        """Token ids (tensor or ragged, any rank) -> the token strings, same shape."""
+        import tensorflow as tf
+
+        if isinstance(ids, (list, tuple)):
+            ids = tf.ragged.constant(ids)
+        if isinstance(ids, tf.RaggedTensor):
+            return ids.with_flat_values(tf.gather(self._tokens_tensor, ids.flat_values))
+        return tf.gather(self._tokens_tensor, ids)
 
     def id_to_token(self, id):
         """The token (piece) of an integer id."""

@@ -26,30 +26,17 @@ class SentencePieceTokenizer(TokenizerLayer):
     """ALBERT's SentencePiece tokenizer (Lan et al. 2019), as TensorFlow ops.
 
     ALBERT's normalisation runs first, as google-research/albert's
-    `preprocess_text` and HF's `AlbertTokenizer` do: "``" and "''" become
-    `"`; with `strip_accents`, NFKD then combining marks dropped; with
-    `lowercase`, lower-casing; runs of whitespace become one space, none at
-    the ends. Then the SentencePiece model (its own normaliser included)
-    runs in tensorflow-text's `SentencepieceTokenizer` op, so the tokenizer
-    works inside `tf.data` and an exported SavedModel on every Keras backend.
-    A scalar string gives a 1-D `tf.Tensor` of ids, a batch `[batch]` a
-    `tf.RaggedTensor` `[batch, (tokens)]`.
+    `preprocess_text` and HF's `AlbertTokenizer` do ("``" and "''" become
+    `"`, optional accent stripping and lower-casing, whitespace collapsed),
+    then the SentencePiece model in tensorflow-text's op: it works inside
+    `tf.data` and a SavedModel on every Keras backend. A scalar string gives
+    a 1-D `tf.Tensor` of ids, a batch a `tf.RaggedTensor` `[batch, (tokens)]`.
 
     The ids equal transformers' `AlbertTokenizer` built from the same
-    `spiece.model` (`add_special_tokens=False`) on ordinary text. The
-    differences: literal special tokens in the text (`[SEP]`, `[MASK]`)
-    stay text here (HF matches them, as `BertTokenizer`'s
-    `special_tokens_in_strings=True` would); marks are the Unicode category
-    M (HF's rule; the original drops characters of non-zero combining
-    class, which keeps ~1,500 marks of class 0: most vowel signs of Indic
-    and Thai script, enclosing marks such as the keycap U+20E3); whitespace
-    is Unicode's (HF's; Python's `split` also splits at U+001C..U+001F);
-    lower-casing is Python's `str.lower`, the original's (a word-final
-    "Σ" becomes "ς"; HF's Rust `Lowercase` gives "σ"); a NUL is an unknown
-    character; Hangul follows SentencePiece (HF's `AlbertTokenizer` makes
-    whole Korean words `<unk>`); neither applies the original's re-split
-    of pieces that end in a digit and a comma (HF's `AlbertTokenizer` from
-    `spiece.model` does not either).
+    `spiece.model` (`add_special_tokens=False`) on ordinary text. Literal
+    special tokens (`[SEP]`, `[MASK]`) stay text here; rare edge cases (marks
+    of combining class 0, exotic whitespace, a word-final "Σ", Hangul) differ
+    from HF or from the original script.
 
     Args:
         proto: str or path of a SentencePiece model (`spiece.model`), or its
@@ -94,7 +81,7 @@ class SentencePieceTokenizer(TokenizerLayer):
         # === TF resources ===
         self._id_dtype = tf.int32 if dtype == "int32" else tf.int64
         self._graph_sentencepiece = weakref.WeakKeyDictionary()  # graph -> TF Text's tokenizer made in it
-        self._pieces_tensor = tf.constant(self._pieces)
+        self._tokens_tensor = tf.constant(self._pieces)
         strings = [tf.TensorSpec([None], tf.string)]
         self._tokenize_graph = tf.function(self._tokenize_batch, input_signature=strings, autograph=False)
         self._offsets_graph = tf.function(self._tokenize_with_offsets_batch, input_signature=strings, autograph=False)
@@ -104,12 +91,9 @@ class SentencePieceTokenizer(TokenizerLayer):
     def _sentencepiece(self):
         """TF Text's SentencePiece tokenizer, its model resource made in the graph being traced.
 
-        TF Text's model resource is owned by the kernel that creates it: an
-        eager one is deleted whenever TF clears its kernel cache, as
-        `tf.random.set_seed` (so `keras.utils.set_random_seed`) does, and
-        every later call fails with "Resource ... does not exist". Made in
-        each traced graph (our eager calls run through tf.functions), it
-        lives with that graph, and a SavedModel carries it in its functions.
+        An eager model resource is deleted whenever TF clears its kernel cache
+        (as `tf.random.set_seed` does), and later calls fail; made in each
+        traced graph, it lives with that graph and goes into SavedModels.
         """
         if tf.executing_eagerly():
             raise RuntimeError("SentencePieceTokenizer: TF Text's tokenizer is only made inside a traced graph.")
@@ -166,12 +150,9 @@ class SentencePieceTokenizer(TokenizerLayer):
 
         Offsets are UTF-8 byte offsets into each input string (start
         inclusive, end exclusive; invalid UTF-8 is first replaced by U+FFFD),
-        so `text.encode()[start:end]` is the original text of a piece, without
-        the space its "\u2581" stands for (as HF's `trim_offsets`) or the
-        characters SentencePiece drops (controls, zero-width characters) at
-        its ends (as HF); a "\u2581" piece alone spans the character after it
-        (as HF). The normalisation runs character by character here to keep
-        the alignment; the ids equal `tokenize`'s.
+        as HF gives them: without the space a "▁" stands for or the
+        characters SentencePiece drops at a piece's ends; a lone "▁" piece
+        spans the character after it. The ids equal `tokenize`'s.
 
         Returns:
             (ids, starts, ends): the shapes of `tokenize(inputs)`; offsets int64.
@@ -244,18 +225,6 @@ class SentencePieceTokenizer(TokenizerLayer):
         if self.strip_accents:
             flat = tf.strings.regex_replace(tf_text.normalize_utf8(flat, "NFKD"), r"\p{M}", "")
         return tf.strings.regex_replace(flat, WHITESPACE, " ")
-
-    def tokenize_as_strings(self, inputs):
-        """Strings -> pieces (like `tokenize`, with pieces for ids)."""
-        return self.ids_to_tokens(self.tokenize(inputs))
-
-    def ids_to_tokens(self, ids):
-        """Piece ids (tensor or ragged, any rank) -> the piece strings, same shape."""
-        if isinstance(ids, (list, tuple)):
-            ids = tf.ragged.constant(ids)
-        if isinstance(ids, tf.RaggedTensor):
-            return ids.with_flat_values(tf.gather(self._pieces_tensor, ids.flat_values))
-        return tf.gather(self._pieces_tensor, ids)
 
     def detokenize(self, ids):
         """Piece ids [..., tokens] -> text [...] (SentencePiece's decoding; normalisation is not undone)."""

@@ -2,10 +2,9 @@
 
 With `BertTokenizer(special_tokens_in_strings=True)`, an exact,
 case-sensitive `[CLS]`, `[SEP]`, `[MASK]`, `[PAD]` or `[UNK]` in the raw text
-(before any cleaning or normalisation) is that one token, as HF `tokenizers`
-matches its special tokens: the text is split around those literals, the
-pieces between them are tokenized as usual, each on its own (so `foo[SEP]bar`
-gives `foo`, `[SEP]`, `bar`), and the special ids are put back in place.
+is that one token, as in HF `tokenizers`: the text is split around those
+literals, the pieces between are tokenized each on its own, and the special
+ids are put back in place.
 """
 
 import re

@@ -6,15 +6,10 @@ vocabulary is then learned by tensorflow-text's WordPiece learner
 `bert_vocab_from_dataset`). The vocabulary starts with BERT's special tokens:
 `[PAD] [UNK] [CLS] [SEP] [MASK]`.
 
-The learner keeps the subwords seen at least a threshold number of times, and
-looks for the threshold that gives the target size. Each threshold it tries
-costs a full learning pass in Python (seconds for a small corpus). It bisects
-the whole range from the lowest threshold (10) to the largest word count, yet
-the threshold that fits a vocabulary of a few thousand to 30,000 subwords is
-usually far below the largest count. `_learn` first doubles the threshold
-upwards from the lowest one until the vocabulary fits, then lets the learner
-bisect only that last interval: 1 learning pass instead of 15 for the
-quickstart's BBC News corpus, with the same vocabulary.
+The learner keeps the subwords seen at least a threshold number of times
+and bisects for the threshold that gives the target size; `_learn` first
+narrows the range by doubling the threshold from the lowest one, so that
+few costly learning passes run.
 """
 
 import collections

@@ -1,17 +1,14 @@
 """`Task`: what one downstream task owns, from its files to its served outputs.
 
 `kba.finetune` runs one training loop for every task and asks the task for
-each step: its files (`training_files`, `read`), labels (`learn_labels`),
-model inputs (`featurize`, `fit_arguments`, `validation_data`), model
-(`build_model`), predictions (`logits`, `tune`, `decode`), official scores
-(`metrics`), prediction files (`write_predictions`) and the fine-tuned preset
-(`save_preset`). Batches are made in one place for every task
-(`data.bucketing.grouped_batches`): a task gives its single examples
-(`examples_dataset`), padded to the sequence length, and each batch is cut
-to its longest example rounded up to a bucket length unless `bucketing` is
-False. `kba.predict` and `kba.evaluate` rebuild the task from the
-preset's "task" entry (`from_spec`), and `kba.export_for_serving` asks it for
-its serving head.
+its files (`training_files`, `read`), labels (`learn_labels`), model inputs
+(`featurize`, `fit_arguments`, `validation_data`), model (`build_model`),
+predictions (`logits`, `tune`, `decode`), official scores (`metrics`),
+prediction files (`write_predictions`) and fine-tuned preset (`save_preset`).
+A task gives its single examples (`examples_dataset`); batches are made in
+one place for every task (`data.bucketing.grouped_batches`). `kba.predict`
+and `kba.evaluate` rebuild the task from the preset's "task" entry
+(`from_spec`), and `kba.export_for_serving` asks it for its serving head.
 
 A subclass declares, as plain data (no TensorFlow needed to read them): its
 registry `NAME`, the `READER` stored in its presets, its `MODEL_CLASS_NAME`, the

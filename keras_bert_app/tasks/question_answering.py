@@ -213,16 +213,11 @@ def null_threshold_of_best_f1(articles, predictions, null_odds):
         predictions: dict question id -> best non-null answer.
         null_odds: dict question id -> null score difference (no answer above the threshold).
 
-    The official sweep (`best_f1_thresh`) answers questions one at a time in
-    order of their differences, so its threshold is one question's own
-    difference (recomputing the logits, in `predict`, an export or another
-    backend, can flip that question by a rounding error), its best may fall
-    inside a group of equal differences (which no threshold can split), and
-    where answering nothing scores best it says 0.0, which answers every
-    negative difference. Here the sweep answers each group of equal
-    differences at once and keeps the first best: the threshold is then
-    halfway to the next group (below them all when answering nothing is
-    best, above them all when answering everything is).
+    Unlike the official sweep (`best_f1_thresh`), which returns one
+    question's own difference (a rounding error elsewhere can flip that
+    question) and may split a group of equal differences, this sweep answers
+    each group of equal differences at once and puts the threshold halfway
+    to the next group.
     """
     from keras_bert_app.evaluation.squad_metrics import raw_scores
 

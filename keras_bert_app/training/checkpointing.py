@@ -1,20 +1,14 @@
 """Periodic, atomic checkpoints of model + optimizer, and resuming from them.
 
 `fit` runs in "epochs" of `checkpoint_every` steps; after each one the
-weights and the optimizer state (moments and step counter, so the schedule
-resumes where it stopped) go to `step-NNNNNNNN.weights.h5`, written to a
-temporary file and renamed, so a kill at any moment leaves the last complete
-checkpoint intact. (Keras' `BackupAndRestore` writes in place and records the
-epoch in a second file, so a kill between the two writes can pair new
-weights with an old position; this does not.)
+weights and the optimizer state go to `step-NNNNNNNN.weights.h5`, written to
+a temporary file and renamed, so a kill at any moment leaves the last
+complete checkpoint intact (Keras' `BackupAndRestore` writes in place).
 
-The random state of dropout (each layer's `keras.random.SeedGenerator`
-state, which `save_weights` leaves out; on PyTorch, whose unseeded dropout
-draws from torch's generators, their states) goes to
-`step-NNNNNNNN.seeds.npz`,
-written before the weights: a resumed run draws the masks the
-uninterrupted run would have drawn, not those of the run's first steps
-again (a kill between the two writes leaves an unused seeds file).
+The dropout random state (each `keras.random.SeedGenerator`; on PyTorch,
+torch's generators), which `save_weights` leaves out, goes to
+`step-NNNNNNNN.seeds.npz` first, so a resumed run draws the masks the
+uninterrupted run would have drawn.
 """
 
 import os

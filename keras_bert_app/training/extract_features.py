@@ -47,12 +47,10 @@ def extract_features(
         sequence_length: int or None. Tokens per example (longer ones are
             truncated); None: 128, or the encoder's `max_sequence_length` when shorter.
         batch_size: int.
-        bucketing: bool. Pad each batch to its longest example rounded up
-            to a bucket length (`data.bucketing`; batches stay in input
-            order, so no grouping by length), or to that longest example
-            itself where the model compiles nothing per shape
-            (`models.xla.pads_to_exact_length`); False pads every batch to
-            `sequence_length`. The features are the same either way.
+        bucketing: bool. Pad each batch (in input order) to its longest
+            example rounded up to a bucket length (`data.bucketing`); False
+            pads every batch to `sequence_length`. The features are the same
+            either way.
         log: callable taking a str, for progress lines (None: quiet).
 
     Returns:

@@ -8,15 +8,12 @@ result = kba.finetune("classify", "runs/mini/preset", "runs/topics", train="trai
 result.metrics["dev"]["accuracy"], result.preset
 ```
 
-The task (a `keras_bert_app.tasks` class, or its registry name: "classify",
-"glue", "swag", "ner", "squad") reads its files, builds its model and scores
-it; this loop trains it. A run folder gets `metrics.json` (the official dev
-metrics), `logs/` (TensorBoard and `history.csv`), the dev predictions
-(`<dev>_predictions.jsonl`; SQuAD: `predictions.json`,
-`nbest_predictions.json`, v2.0 `null_odds.json`) and `preset/`: the
-fine-tuned model as a preset folder (vocabulary, encoder, task weights and
-a "task" entry naming the model class, labels and how to read its input)
-that `predict`, `evaluate` and `export_for_serving` take.
+The task (a `keras_bert_app.tasks` class, or its registry name) reads its
+files, builds its model and scores it; this loop trains it. A run folder
+gets `metrics.json` (the official dev metrics), `logs/` (TensorBoard and
+`history.csv`), the dev predictions and `preset/`: the fine-tuned model as a
+preset folder (with a "task" entry naming the model class, labels and how
+to read its input) that `predict`, `evaluate` and `export_for_serving` take.
 """
 
 import dataclasses
@@ -100,53 +97,35 @@ def finetune(
         verbose: int. Keras' `fit` verbosity (0, 1 or 2).
         log: callable taking a str, for progress lines (None: quiet).
         layerwise_lr_decay: float in (0, 1] or None. Layer-wise learning-rate
-            decay, as ELECTRA fine-tunes (0.8 for its Base, 0.9 Large):
-            layer i of n (0-based) learns at `learning_rate * decay**(n + 1 - i)`,
-            the embeddings at `decay**(n + 2)`, the pooler and head at the
-            full rate, as ELECTRA's `_get_layer_lrs`
-            (`models.layerwise_lr_decay`). None: one rate for all,
-            or for an ELECTRA preset the reference's 0.8.
-        bucketing: bool. Pad each batch (training, validation, dev
-            predictions) to its longest example rounded up to a bucket
-            length (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, ...: powers of
-            two and 1.5 times them, at most `sequence_length`;
-            `data.bucketing`), or to that longest example itself where the
-            model compiles nothing per shape (a TensorFlow or PyTorch CPU
-            run without XLA: `models.xla.pads_to_exact_length`); False pads
-            every batch to `sequence_length`, as the original BERT.
-        group_by_length: bool or None. With `bucketing`: training batches
-            of similar lengths, as HF's `group_by_length` (each epoch the
-            examples shuffled, sorted by length within groups of at most a
-            quarter of them and 50 batches, cut into batches, the batches
-            shuffled), so a batch of short examples runs short; where each
-            example has one label (classification, regression, multiple
-            choice) each group is sorted per class, so a batch holds the
-            classes in their shares even where the length gives the label
-            away (`data.length_grouping`). None (the default): True with
-            `bucketing`. False: batches of a random order, each cut to its
-            longest example.
+            decay as ELECTRA fine-tunes: layer i of n (0-based) learns at
+            `learning_rate * decay**(n + 1 - i)`, the embeddings at
+            `decay**(n + 2)`, the pooler and head at the full rate
+            (`models.layerwise_lr_decay`). None: one rate for all, or 0.8 for
+            an ELECTRA preset (the reference's).
+        bucketing: bool. Pad each batch to its longest example rounded up to
+            a bucket length (`data.bucketing`), or to that longest example
+            itself where the model compiles nothing per shape
+            (`models.xla.pads_to_exact_length`). False pads every batch to
+            `sequence_length`, as the original BERT.
+        group_by_length: bool or None. With `bucketing`: training batches of
+            similar lengths, as HF's `group_by_length`, each group sorted per
+            class where examples have one label (`data.length_grouping`).
+            None (the default): True with `bucketing`. False: batches of a
+            random order, each cut to its longest example.
         validation_freq: int. Score the first dev set during training every
-            this many epochs (Keras' `fit(validation_freq=...)`: the
-            `val_*` curves of the logs), and after the last epoch whatever
-            it is: that one pass gives both the last `val_*` figures and
-            the dev scores of `metrics.json`
-            (`training.last_epoch_validation`). Set it to `epochs` to skip
-            the other passes: the weights trained are the same.
-        mixed_precision: bool. Build the model under Keras'
-            `mixed_bfloat16` policy (bfloat16 computation, float32 weights
-            and optimizer; no loss scaling needed): faster where the
-            hardware computes in bfloat16 (GPUs, TPUs, CPUs with AMX or
-            AVX512-BF16). The global dtype policy is left as it was, and the
-            saved preset holds no dtype: it loads in float32. False keeps
-            the global policy (float32 unless set).
-        strategy: str. Where to train, a `tf.distribute` strategy
-            (`kba.create_distribution`): "auto" (a TPU where one is
-            reachable, else all GPUs, else one device; one device on JAX and
-            PyTorch), "tpu", "mirrored", "cpu". Called inside a strategy's
-            scope, that strategy. `batch_size` is the global batch and must
-            be a multiple of the replicas; under a strategy batches are
-            padded to bucket lengths (one static shape each), never to each
-            batch's own longest example.
+            this many epochs (the `val_*` curves of the logs) and after the
+            last epoch, the pass that also gives `metrics.json`'s dev scores
+            (`training.last_epoch_validation`). The trained weights do not
+            depend on it.
+        mixed_precision: bool. Build the model under Keras' `mixed_bfloat16`
+            policy (bfloat16 computation, float32 weights), faster on
+            hardware that computes in bfloat16. The global dtype policy is
+            left as it was and the saved preset loads in float32.
+        strategy: str. Where to train (`kba.create_distribution`): "auto" (a
+            TPU where one is reachable, else all GPUs, else one device; one
+            device on JAX and PyTorch), "tpu", "mirrored", "cpu". Inside a
+            strategy's scope, that strategy. `batch_size` is the global
+            batch, a multiple of the replicas.
         tpu: str or None. TPU name or grpc:// address (strategy "tpu").
         **task_options: the task's options, e.g. classify: `train`, `dev`,
             `text_column`, `label_column`, `text_pair_column`, `labels`,

@@ -1,25 +1,16 @@
 """The pretraining objectives `kba.pretrain` knows: how each builds its model and prepares its batches.
 
-One row per objective in `OBJECTIVES`:
-- "mlm_nsp": BERT's masked LM + next sentence prediction (`BertPretrainer`;
-  `next_sentence_prediction=False` keeps the masked LM only).
-- "mlm_sop": ALBERT's masked LM + sentence-order prediction: the same
-  two-class head on the pooled `[CLS]` (output `nsp`, so `nsp_accuracy` in
-  the metrics is the SOP accuracy), trained on `sop` pairs.
-- "mlm": RoBERTa's masked LM alone (`BertPretrainer` without the sentence
-  head); it reads any pairing, `full_sentences` by default.
-- "electra": ELECTRA's replaced-token detection (`ElectraPretrainer`): a
-  generator `generator_size` of the encoder's size fills the masked
-  positions, the encoder learns to find the replaced tokens. Its recipe is
-  the reference's (`models.electra_recipe`): a corpus is packed into plain
-  two-segment examples (`segments`) masked anew at every step, 85% `[MASK]`
-  and 15% kept; records' masked positions are re-corrupted that way
-  (`data.electra_masking`); `output_bias_init="unigram"` is refused.
+One row per objective in `OBJECTIVES`: "mlm_nsp" (BERT's masked LM + next
+sentence prediction, `BertPretrainer`), "mlm_sop" (ALBERT's sentence-order
+prediction on the same head, so `nsp_accuracy` is the SOP accuracy), "mlm"
+(RoBERTa's masked LM alone, on `full_sentences` by default) and "electra"
+(replaced-token detection, `ElectraPretrainer`, with the reference's recipe
+`models.electra_recipe`: plain two-segment examples masked anew at every
+step, 85% `[MASK]` and 15% kept).
 
-A new objective adds a row: its model (a `BertTask` with the pretrainers'
-API), its batch transform, the variable `output_bias_init="unigram"` sets,
-its FLOPs per sequence for the throughput line and the pairings of the data
-it can learn from (`check_pairing` refuses the others).
+A new objective adds a row: its model, its batch transform, the variable
+`output_bias_init="unigram"` sets, its FLOPs per sequence and the pairings
+of the data it can learn from (`check_pairing` refuses the others).
 """
 
 import dataclasses
@@ -75,12 +66,9 @@ class Objective:
 
         `default_learning_rate`, times `batch_size / reference_batch_size`
         when the batch is smaller than the reference (linear scaling, Goyal
-        et al. 2017). ELECTRA needs it: its 5e-4 is ELECTRA-Small's at batch
-        128, and at batch 32 that rate lets the generator learn word
-        frequencies within a few hundred steps, before the discriminator has
-        learned anything, which then answers "original" everywhere (recall
-        about 1% on the Wikipedia sample after 1,000 steps; 17% at 1e-4
-        after 1,500; README).
+        et al. 2017). ELECTRA needs it: at a small batch its 5e-4 (ELECTRA-Small's
+        at batch 128) lets the generator learn word frequencies before the
+        discriminator learns anything, which then answers "original" everywhere.
         """
         if self.reference_batch_size is None or batch_size >= self.reference_batch_size:
             return self.default_learning_rate
@@ -326,37 +314,24 @@ def _electra_flops(pretrainer, settings):
     )
 
 
+def _bert_objective(name, sentence_head, pairings, prepare_batches=_unchanged):
+    """An objective of `BertPretrainer` at BERT's rate; `sentence_head` as `_bert_builder` takes it."""
+    return Objective(
+        name=name,
+        default_learning_rate=1e-4,  # BERT (Devlin et al. 2018, A.2); ALBERT's LAMB 0.00176 is for batch 4096
+        check=_check_bert,
+        build=_bert_builder(sentence_head),
+        prepare_batches=prepare_batches,
+        masked_lm_head=lambda pretrainer: pretrainer.masked_lm_head,
+        training_flops=_bert_flops,
+        pairings=pairings,
+    )
+
+
 OBJECTIVES = {
-    "mlm_nsp": Objective(
-        name="mlm_nsp",
-        default_learning_rate=1e-4,  # BERT (Devlin et al. 2018, A.2)
-        check=_check_bert,
-        build=_bert_builder(None),
-        prepare_batches=_unchanged,
-        masked_lm_head=lambda pretrainer: pretrainer.masked_lm_head,
-        training_flops=_bert_flops,
-        pairings=("nsp",),
-    ),
-    "mlm_sop": Objective(
-        name="mlm_sop",
-        default_learning_rate=1e-4,  # as BERT's (ALBERT's LAMB 0.00176 is for batch 4096)
-        check=_check_bert,
-        build=_bert_builder(True),
-        prepare_batches=_unchanged,
-        masked_lm_head=lambda pretrainer: pretrainer.masked_lm_head,
-        training_flops=_bert_flops,
-        pairings=("sop",),
-    ),
-    "mlm": Objective(
-        name="mlm",
-        default_learning_rate=1e-4,
-        check=_check_bert,
-        build=_bert_builder(False),
-        prepare_batches=_masked_lm_only,
-        masked_lm_head=lambda pretrainer: pretrainer.masked_lm_head,
-        training_flops=_bert_flops,
-        pairings=("full_sentences", "nsp", "sop", "segments"),
-    ),
+    "mlm_nsp": _bert_objective("mlm_nsp", None, ("nsp",)),
+    "mlm_sop": _bert_objective("mlm_sop", True, ("sop",)),
+    "mlm": _bert_objective("mlm", False, ("full_sentences", "nsp", "sop", "segments"), _masked_lm_only),
     "electra": Objective(
         name="electra",
         default_learning_rate=5e-4,  # ELECTRA-Small (Clark et al. 2020, appendix A), at batch 128

@@ -3,18 +3,11 @@
 Devlin et al. (2018, appendix A.2) pretrain 90% of the steps at sequence
 length 128 and the last 10% at 512, because attention costs grow with the
 square of the length. `kba.pretrain(..., phase2_data=..., phase2_steps=N)`
-does the same: the first `steps - N` optimizer steps read `data` (or
-`corpus`), the last N read `phase2_data`, records of another sequence length
-made by `create_pretraining_data`, at `phase2_batch_size`. It is one run:
-one model, one optimizer (its moments and step counter carry over) and one
-learning-rate schedule over all `steps`; checkpoints are numbered by the
-run's step, so a run killed in phase 2 resumes in phase 2, at its position
-in the phase-2 data.
-
-Position embeddings past phase 1's length get no gradient in phase 1 (the
-encoder only reads the first `max_seq_length` rows), so they are learned in
-phase 2 only, as in the paper; decoupled weight decay still shrinks them a
-little in phase 1, as in the original optimizer.
+reads `phase2_data` (records of another length) for the last N steps, at
+`phase2_batch_size`. It is one run: one model, one optimizer and one
+learning-rate schedule over all `steps`; a run killed in phase 2 resumes in
+phase 2. Position embeddings past phase 1's length learn in phase 2 only,
+as in the paper.
 """
 
 import dataclasses
@@ -255,16 +248,11 @@ def build_without_reading(model, dataset):
     """Build the model's compiled losses, metrics and optimizer from the dataset's element spec, reading no batch.
 
     Left to `fit`, Keras on JAX and PyTorch builds them from a first batch of
-    an iterator it then throws away. The datasets' seeded shuffles share one
-    seed generator across iterators, which each repetition that an
-    iterator's prefetching starts advances, so the iterator `fit` trains on
-    got an order that depended on how far the thrown-away one had read: a
-    resumed run (whose data is `skip`ped to its step) then saw other batches
-    than an uninterrupted one. Built here, from zeros shaped as the spec and
-    as the model's outputs (`compute_output_spec`: nothing runs, no random
-    draw), `fit` reads one iterator, from the start. TensorFlow builds while
-    tracing the first step, reading nothing (under a strategy, from the
-    spec: `compat.DistributionWorkarounds`).
+    an iterator it throws away, which advances the seeded shuffles' shared
+    seed generator: a resumed run would then see other batches than an
+    uninterrupted one. Built here from zeros shaped as the spec and the
+    model's outputs (`compute_output_spec`: no random draw), `fit` reads one
+    iterator from the start.
     """
     import keras
     import numpy as np

@@ -9,13 +9,11 @@ kba.evaluate("runs/topics/preset", "dev.csv")                   # {"accuracy": .
 ```
 
 The input is read the way the model was trained: the "task" entry of the
-preset's config.json names the task and its settings (GLUE TSV, CSV/TSV/JSONL
-columns, SWAG CSV, CoNLL columns, SQuAD JSON). `predict` ignores labels in
-it and writes JSON lines: each input `line`, the `prediction` (class name,
-score or choice index) and the `logits`; NER: `line`, `words` and `tags`.
-A SQuAD preset answers the questions of a SQuAD-format file and writes
-`predictions.json`, `nbest_predictions.json` (and v2.0 `null_odds.json`)
-into the output folder.
+preset's config.json names the task and its settings. `predict` ignores
+labels and writes JSON lines (each input `line`, the `prediction` and the
+`logits`; NER: `line`, `words` and `tags`); a SQuAD preset writes the
+official `predictions.json`, `nbest_predictions.json` (and v2.0
+`null_odds.json`) into the output folder.
 """
 
 import os

@@ -1,17 +1,13 @@
 """`kba.pretrain`: masked LM + NSP or ELECTRA pretraining that resumes after a kill.
 
-A run lives in one folder (`output`): `run_config.json` (the arguments that
-define the run), `checkpoints/` (model + optimizer every `checkpoint_every`
-steps), `logs/` (TensorBoard), `metrics.csv`, and at the end `preset/`, a
-preset folder that `BertEncoder.from_preset` and `BertPretrainer.from_preset`
-load. Calling again with the same arguments after a kill continues from the
-last checkpoint: same weights, optimizer state, schedule step and data
-position, ending at the same total step. `keras_bert_app.data` makes the
-batches (TFRecords from `create_pretraining_data`, or dynamic masking of
-corpus files). The objective (`training.objectives`) chooses the model and
-its batch transform; `training.run_folder` checks the folder and writes the
-preset; `training.pretraining_inputs` chooses the data. `keras-bert-app
-pretrain` is this function on the command line.
+A run lives in one folder (`output`): `run_config.json`, `checkpoints/`,
+`logs/` (TensorBoard), `metrics.csv`, and at the end `preset/`, which
+`BertEncoder.from_preset` and `BertPretrainer.from_preset` load. Calling
+again with the same arguments after a kill continues from the last
+checkpoint: same weights, optimizer state, schedule step and data position.
+The objective (`training.objectives`) chooses the model and its batch
+transform; `training.pretraining_inputs` the data; `training.run_folder`
+checks the folder and writes the preset.
 """
 
 import dataclasses
@@ -174,9 +170,8 @@ def pretrain(
         seed: int. Seed of initialisation, data order and masking.
         output_bias_init: "zeros" (the paper) or "unigram": the masked LM's
             output bias starts at the log frequencies of the data's masked
-            tokens (fresh heads only; see `training.output_bias`). Refused
-            for electra: its generator would sample frequent words from
-            step 0 and the discriminator would learn nothing.
+            tokens (fresh heads only; `training.output_bias`). Refused for
+            electra.
         dropout: float or None. Dropout rate during this run (default: the
             preset's); the preset written at the end keeps the starting
             preset's rate, the one fine-tuning uses.
@@ -203,18 +198,13 @@ def pretrain(
         pairing: str or None. `corpus`' pairing: "nsp", "sop",
             "full_sentences" (see `create_pretraining_data`) or "segments"
             (ELECTRA's plain two-segment examples); None: the objective's
-            own (nsp for mlm_nsp, sop for mlm_sop, full_sentences for mlm,
-            segments for electra). With token masking, full_sentences and
-            segments are packed once and masked anew at every step. Records hold theirs; an objective that
-            cannot learn from the data's pairing is refused.
+            own. Records hold theirs; an objective that cannot learn from the
+            data's pairing is refused.
         phase2_data, phase2_steps, phase2_batch_size, phase2_max_seq_length:
-            two-phase pretraining (`training.phases`, the paper's 90% of steps
-            at 128 then 10% at 512): the last `phase2_steps` of `steps` read
-            these records (another length, from `create_pretraining_data`) at
-            `phase2_batch_size` (default `batch_size`), with the same
-            optimizer state and schedule; `phase2_max_seq_length` checks
-            their length. Position embeddings past phase 1's length train in
-            phase 2 only.
+            two-phase pretraining (`training.phases`): the last `phase2_steps`
+            of `steps` read these records at `phase2_batch_size` (default
+            `batch_size`), with the same optimizer state and schedule;
+            `phase2_max_seq_length` checks their length.
 
     Returns:
         pathlib.Path of the run folder; its `preset/` is the result.

@@ -219,10 +219,9 @@ def _first_record(path):
     """The bytes of a TFRecord file's first record (None for an empty file), read directly.
 
     A TFRecord is its length (8 bytes, little-endian), the length's CRC (4),
-    the data and the data's CRC (4). Reading those bytes directly avoids
-    building a `tf.data.TFRecordDataset` per file at every start, which adds
-    up over hundreds of shards; the CRCs are left to the training pass,
-    whose read errors `unreadable_record_file` names.
+    the data and its CRC (4); reading them directly avoids a
+    `tf.data.TFRecordDataset` per shard at every start. The training pass
+    checks the CRCs.
     """
     import struct
 

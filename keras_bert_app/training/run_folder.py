@@ -1,10 +1,7 @@
 """A pretraining run's folder: `run_config.json` checks (resume or refuse) and the preset written at the end.
 
-`kba.pretrain` keeps a run in one folder: `run_config.json` (the arguments
-that define the run), `checkpoints/`, `logs/`, `metrics.csv` and, at the
-end, `preset/`. A rerun with the same arguments resumes; other arguments, or
-a folder that holds something else, are refused with a message that says
-which.
+A rerun with the same arguments resumes; other arguments, or a folder that
+holds something else, are refused with a message that says which.
 """
 
 import json

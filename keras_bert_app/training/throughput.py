@@ -96,9 +96,9 @@ def _cpu_peak_flops():
 class ThroughputCallback(keras.callbacks.Callback):
     """Adds `tokens_per_second` and `mfu` to the logs of every epoch.
 
-    Measured from the second batch of each epoch to its end, so compilation
-    (the first step) is not counted. Tokens are `batch_size x sequence_length`
-    positions per batch (padding included: the model computes on it).
+    Measured from the second batch of each epoch to its end (compilation is
+    not counted); tokens are `batch_size x sequence_length` per batch,
+    padding included.
 
     Args:
         batch_size: int. Global batch size.
