@@ -227,19 +227,23 @@ def objectives_study(result, files, provenance, folder):
                      _number(data[f"probe_{arm}"]["cls"], 4), _number(data[f"probe_{arm}"]["mean"], 4)])
     settings = data.get("settings", {})
     command = data.get("command") or (
-        f"keras-bert-app study objectives --minutes {settings.get('minutes')} "
-        f"--seeds {','.join(map(str, sorted(seeds)))} --objectives {','.join(a for a in arms if a in data.get('calibration', {}))}"
-        + (f" --calibration-steps {settings['calibration_steps']}" if "calibration_steps" in settings else ""))
+        f"keras-bert-app study objectives --budget-steps {settings.get('budget_steps')} "
+        f"--seeds {','.join(map(str, sorted(seeds)))}")
     recipe = data["recipe"]
+    from keras_bert_app.demo.objectives_study_report import reading
+
+    objectives = [arm for arm in arms if f"pretrain_{arm}" in data]
     return "\n\n".join([
         "# Objectives study",
-        "BERT (`mlm_nsp`), RoBERTa-style (`mlm` on full sentences), ALBERT-style (`mlm_sop`, shared layers) and "
-        "ELECTRA pretrained for the same wall time on the quickstart's data, tokenizer and encoder size; then each "
-        "encoder, and the random one BERT started from, fine-tuned on the same labeled articles with the same seeds "
-        "and probed on its frozen features. "
-        f"Recipe: sequences of {recipe.get('sequence_length')}, batch {recipe.get('batch_size')}, peak learning rate "
-        f"{recipe.get('learning_rate')}.",
+        "BERT (`mlm_nsp`, static NSP records), RoBERTa-style (`mlm` on full sentences masked at every step), "
+        "ALBERT-style (`mlm_sop`, shared layers, E=128) and ELECTRA (its reference recipe) pretrained with the same "
+        f"pretraining FLOPs ({settings.get('budget_steps')} BERT steps each) on the quickstart's data, tokenizer and "
+        "encoder size; then each encoder, and the random one BERT started from, fine-tuned with its family's head "
+        "and recipe on a word-order task (is a sentence in its own word order?) with the same seeds, and probed on "
+        "its frozen features. "
+        f"Recipe: sequences of {recipe.get('sequence_length')}, batch {recipe.get('batch_size')}.",
         _provenance(result, provenance.get("command") or command, data.get("machine"), data.get("versions"),
                     provenance),
         _table(header, rows),
+        reading(data, objectives, sorted(seeds)) if objectives and "random" in arms else "",
     ]) + "\n"
