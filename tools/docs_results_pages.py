@@ -245,5 +245,5 @@ def objectives_study(result, files, provenance, folder):
         _provenance(result, provenance.get("command") or command, data.get("machine"), data.get("versions"),
                     provenance),
         _table(header, rows),
-        reading(data, objectives, sorted(seeds)) if objectives and "random" in arms else "",
+        reading(data, objectives, sorted(seeds)) if objectives and "random" in arms and "bag_of_words" in data else "",
     ]) + "\n"
