@@ -192,7 +192,8 @@ def _worker(request):
     from keras_bert_app import cli
     from keras_bert_app.models.bert_classifier import BertClassifier
 
-    BertClassifier.__init__.__defaults__ = (0.0, None)  # the head's dropout (see the module docstring)
+    defaults = BertClassifier.__init__.__defaults__  # (dropout, pooling, dtype)
+    BertClassifier.__init__.__defaults__ = (0.0, *defaults[1:])  # the head's dropout (see the module docstring)
     scope = contextlib.nullcontext()
     if request["in_scope"]:
         scope = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(request["replicas"])]).scope()
