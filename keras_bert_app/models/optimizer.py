@@ -150,6 +150,8 @@ class BertAdamW(keras.optimizers.AdamW):
         self.learning_rate_multipliers = {str(path): float(factor) for path, factor in
                                           (learning_rate_multipliers or {}).items()}
         self._settings_by_key = {}
+        self._built_count = 0
+        self._fused_apply = None
 
     def build(self, variables):
         super().build(variables)
@@ -157,6 +159,7 @@ class BertAdamW(keras.optimizers.AdamW):
         unknown = sorted(set(self.learning_rate_multipliers) - set(paths))
         if unknown:
             raise ValueError(f"learning_rate_multipliers name variables the optimizer does not train: {unknown[:3]}.")
+        self._built_count = len(variables)
         for variable in variables:
             decays = bool(self.decoupled_weight_decay) and not any(name in variable.name for name in self.no_decay_names)
             settings = (self.learning_rate_multipliers.get(variable.path, 1.0), decays)
@@ -165,11 +168,26 @@ class BertAdamW(keras.optimizers.AdamW):
 
     def apply(self, grads, trainable_variables=None):
         # `apply_gradients` and Keras' trainers come through here.
-        if self.global_clipnorm and keras.config.backend() == "tensorflow":
-            import tensorflow as tf
+        if keras.config.backend() != "tensorflow":
+            return super().apply(grads, trainable_variables)
+        import tensorflow as tf
 
+        if self.global_clipnorm:
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
-        return super().apply(grads, trainable_variables)
+        built_for_these = trainable_variables is None or (
+            len(trainable_variables) == self._built_count
+            and all(id(variable) in self._settings_by_key for variable in trainable_variables))
+        if not (self.built and built_for_these and tf.inside_function() and not tf.distribute.has_strategy()
+                and all(isinstance(g, tf.Tensor) for g in grads)):
+            return super().apply(grads, trainable_variables)
+        # A TensorFlow step run op by op (a CPU) would run Adam's dozen element-wise ops one pass each over every
+        # variable; compiled with XLA they fuse into a few passes. Variables and dense gradients have static
+        # shapes, so this compiles once, whatever the batch shapes of the step around it.
+        if self._fused_apply is None:
+            # The variables it was built for (`apply` without them): captured, not arguments.
+            self._fused_apply = tf.function(lambda g: super(BertAdamW, self).apply(g), jit_compile=True,
+                                            autograph=False)
+        return self._fused_apply(list(grads))
 
     def update_step(self, gradient, variable, learning_rate):
         factor, decays = self._settings_by_key[id(variable)]
