@@ -43,8 +43,8 @@ def test_finetune_parity_table_is_its_json():
     data = json.loads((DATA / "bench_finetune" / "bench_finetune.json").read_text())
     (rows,) = tables(page("finetune-parity"))
     assert len(rows) == len(data["rows"])
-    for row in data["rows"]:
-        (cells,) = [c for c in rows if (c["data"], c["implementation"]) == (row["dataset"], row["implementation"])]
+    for cells, row in zip(rows, data["rows"]):  # in the run's order: an implementation may run twice, side by side
+        assert (cells["data"], cells["implementation"]) == (row["dataset"], row["implementation"])
         assert shows(cells["whole process (s)"], row["seconds"])
         assert shows(cells["dev accuracy"], row["accuracy"])
         ratio = 1.0 if row["implementation"] == "ours" else data["ratios"][row["dataset"]][row["implementation"]]
