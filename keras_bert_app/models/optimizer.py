@@ -150,7 +150,7 @@ class BertAdamW(keras.optimizers.AdamW):
         self.learning_rate_multipliers = {str(path): float(factor) for path, factor in
                                           (learning_rate_multipliers or {}).items()}
         self._settings_by_key = {}
-        self._built_count = 0
+        self._built_ids = []
         self._fused_apply = None
 
     def build(self, variables):
@@ -159,7 +159,7 @@ class BertAdamW(keras.optimizers.AdamW):
         unknown = sorted(set(self.learning_rate_multipliers) - set(paths))
         if unknown:
             raise ValueError(f"learning_rate_multipliers name variables the optimizer does not train: {unknown[:3]}.")
-        self._built_count = len(variables)
+        self._built_ids = [id(variable) for variable in variables]
         for variable in variables:
             decays = bool(self.decoupled_weight_decay) and not any(name in variable.name for name in self.no_decay_names)
             settings = (self.learning_rate_multipliers.get(variable.path, 1.0), decays)
@@ -174,9 +174,8 @@ class BertAdamW(keras.optimizers.AdamW):
 
         if self.global_clipnorm:
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
-        built_for_these = trainable_variables is None or (
-            len(trainable_variables) == self._built_count
-            and all(id(variable) in self._settings_by_key for variable in trainable_variables))
+        # The compiled update pairs the gradients with the built variables in their order: only for those, so.
+        built_for_these = trainable_variables is None or [id(v) for v in trainable_variables] == self._built_ids
         if not (self.built and built_for_these and tf.inside_function() and not tf.distribute.has_strategy()
                 and all(isinstance(g, tf.Tensor) for g in grads)):
             return super().apply(grads, trainable_variables)
