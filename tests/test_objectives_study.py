@@ -16,7 +16,7 @@ import pytest
 
 from keras_bert_app import cli, errors
 from keras_bert_app.demo import objectives_study, objectives_study_runs
-from keras_bert_app.demo.objectives_study_settings import ARMS
+from keras_bert_app.demo.objectives_study_settings import ARMS, MLM_RATE_FACTOR
 from tests.tasks.tiny_presets import SPECIALS, write_tiny_preset
 
 TOPICS = {
@@ -70,8 +70,8 @@ def stand_ins(monkeypatch):
     calls = []
 
     def pretrain_arm(objective, preset, data, run_dir, steps, recipe, *, source="records", pairing=None,
-                     checkpoint_every=None, log=None, **_):
-        calls.append(("pretrain", objective, data, steps, source, pairing))
+                     checkpoint_every=None, log=None, learning_rate=None, **_):
+        calls.append(("pretrain", objective, data, steps, source, pairing, learning_rate))
         run_dir = pathlib.Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         tokens_per_second = recipe.tokens_per_step / STEP_TIMES[objective]
@@ -123,8 +123,14 @@ def test_study_plans_equal_flops_with_each_arms_data_and_reports_intervals(quick
     assert pretrained["mlm_nsp"][0] == str(quickstart_run / "pretraining_data" / "*.tfrecord")
     assert pretrained["mlm_sop"][0] == str(output / "records" / "sop" / "*.tfrecord")
     corpus = str(quickstart_run / "data" / "corpus.txt")
-    assert pretrained["mlm"][0::2] == (corpus, "corpus") and pretrained["mlm"][3] == "full_sentences"
-    assert pretrained["electra"][0::2] == (corpus, "corpus") and pretrained["electra"][3] == "segments"
+    assert pretrained["mlm"][0:3:2] == (corpus, "corpus") and pretrained["mlm"][3] == "full_sentences"
+    assert pretrained["electra"][0:3:2] == (corpus, "corpus") and pretrained["electra"][3] == "segments"
+    # Each arm's rate: its objective's default at the study's batch, the masked-LM arms' times their factor, ELECTRA's
+    # its own scaled down to the batch from 5e-4 at 128; the run gets it and the report says it.
+    rates = {objective: call[4] for objective, call in pretrained.items()}
+    assert rates["mlm_nsp"] == rates["mlm"] == rates["mlm_sop"] == pytest.approx(1e-4 * MLM_RATE_FACTOR)
+    assert rates["electra"] == pytest.approx(5e-4 * 4 / 128)
+    assert results["pretrain_electra"]["learning_rate"] == rates["electra"]
     # Parameters: ALBERT-style shares one layer's weights over both layers (E = H = 128: no factorisation).
     parameters = {arm: results[f"pretrain_{arm}"]["parameters"] for arm in ARMS}
     layer = parameters["bert"]["encoder"] - parameters["albert"]["encoder"]
@@ -149,6 +155,7 @@ def test_study_plans_equal_flops_with_each_arms_data_and_reports_intervals(quick
     assert f"| 0.610 ± {half:.3f} |" in table_rows[3]
     assert "ELECTRA 0.900 (ahead beyond the intervals)" in report  # the probe stand-in: 0.9 against 0.5
     assert "ELECTRA leads BERT by 10.0 points fine-tuned (beyond the intervals)" in report
+    assert f"times {MLM_RATE_FACTOR} for the masked-LM arms" in report and f"lr {rates['electra']:.3g}" in table_rows[3]
     assert "Runtime:" in report and (output / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # A rerun continues: nothing is run again.
     done = len(stand_ins)

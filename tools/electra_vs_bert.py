@@ -23,7 +23,7 @@ import sys
 from keras_bert_app import presets
 from keras_bert_app.benchmark.flops import model_flops
 from keras_bert_app.demo import objectives_study_runs as runs
-from keras_bert_app.demo.objectives_study import equal_flops_steps, flops_per_step, study_objectives
+from keras_bert_app.demo.objectives_study import equal_flops_steps, flops_per_step, learning_rate, study_objectives
 from keras_bert_app.demo.objectives_study_report import mean_interval, proportion_interval
 from keras_bert_app.models.electra_generator import generator_config
 from keras_bert_app.training.pretraining_inputs import records_shape
@@ -61,6 +61,7 @@ def main(argv=None):
                                     "data": str(base / "data" / "corpus.txt"), "run_dir": str(run_dir),
                                     "steps": entry["steps"], "recipe": dataclasses.asdict(recipe), "source": "corpus",
                                     "pairing": "segments", "generator_size": size,
+                                    "learning_rate": learning_rate("electra", recipe.batch_size),
                                     "max_predictions": records_shape(str(base / "pretraining_data" / "*.tfrecord"))[1]})
             entry["final"] = runs.last_metrics(run_dir)
             path.write_text(json.dumps(ablation, indent=2) + "\n")

@@ -263,6 +263,13 @@ def flops_per_step(arm: str, preset: pathlib.Path, recipe: Recipe) -> int:
     return flops
 
 
+def learning_rate(arm: str, batch_size: int) -> float:
+    """`arm`'s peak pretraining rate: its objective's default at `batch_size`, times the arm's `rate_factor`."""
+    from keras_bert_app.training.objectives import get_objective
+
+    return get_objective(ARMS[arm].objective).default_rate_at(batch_size) * ARMS[arm].rate_factor
+
+
 def equal_flops_steps(budget: float, step_flops: float, multiple: int = STEP_MULTIPLE) -> int:
     """Steps that spend `budget` FLOPs at `step_flops` each, rounded to a multiple of `multiple` (at least one)."""
     return max(multiple, round(budget / step_flops / multiple) * multiple)
@@ -277,21 +284,24 @@ def _pretrain_all(output, base, results, save, objectives, data, presets, recipe
     plan = {}
     for arm in objectives:
         step = flops_per_step(arm, presets[arm], recipe)
-        plan[arm] = (step, equal_flops_steps(budget, step))
+        plan[arm] = (step, equal_flops_steps(budget, step), learning_rate(arm, recipe.batch_size))
     log(f"\nPlan at equal pretraining FLOPs ({budget / 1e12:.1f} TFLOPs each: {budget_steps} BERT steps, bench FLOP "
-        "model): " + "; ".join(f"{arm} {step / 1e9:.1f} GFLOPs/step -> {steps} steps" for arm, (step, steps) in plan.items()))
+        "model): " + "; ".join(f"{arm} {step / 1e9:.1f} GFLOPs/step -> {steps} steps at lr {rate:.3g}"
+                               for arm, (step, steps, rate) in plan.items()))
     for arm in objectives:
         key = f"pretrain_{arm}"
         run_dir = output / "pretrain" / arm
-        step, steps = plan[arm]
-        if results.get(key, {}).get("steps") != steps:
+        step, steps, rate = plan[arm]
+        if results.get(key, {}).get("steps") != steps or results[key].get("learning_rate") != rate:
             spec = ARMS[arm]
             log(f"\n== Pretraining {arm} ({spec.description}): {steps} steps, {steps * step / 1e12:.1f} TFLOPs")
             arguments = {"objective": spec.objective, "preset": str(presets[arm]), "data": data[arm],
                          "run_dir": str(run_dir), "steps": steps, "recipe": dataclasses.asdict(recipe),
-                         "source": spec.source, "pairing": spec.pairing, "max_predictions": max_predictions}
+                         "source": spec.source, "pairing": spec.pairing, "max_predictions": max_predictions,
+                         "learning_rate": rate}
             measured = runs.pretrain_in_child(arguments, log=log)
-            results[key] = {"steps": steps, "flops_per_step": step, "flops": steps * step, **measured,
+            results[key] = {"steps": steps, "flops_per_step": step, "flops": steps * step, "learning_rate": rate,
+                            **measured,
                             "final": runs.last_metrics(run_dir),
                             "parameters": runs.parameter_counts(spec.objective, run_dir / "preset")}
         if "run_step_time" not in results[key]:  # the run's own pace

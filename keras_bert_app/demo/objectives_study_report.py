@@ -5,7 +5,7 @@ import pathlib
 import statistics
 from collections.abc import Callable, Sequence
 
-from keras_bert_app.demo.objectives_study_settings import ARMS, BAG_OF_WORDS, RANDOM
+from keras_bert_app.demo.objectives_study_settings import ARMS, BAG_OF_WORDS, MLM_RATE_FACTOR, RANDOM
 
 
 def mean_interval(values: Sequence[float]) -> tuple[float, float]:
@@ -68,7 +68,8 @@ def table(results: dict, rows: Sequence[str], seeds: Sequence[int]) -> str:
         else:
             run, arm = results[f"pretrain_{name}"], ARMS[name]
             source = "records (static masks)" if arm.source == "records" else "corpus, masked at every step"
-            cells = [arm.title, f"`{arm.objective}`, `{arm.pairing}` {source}", f"{run['steps']:,}",
+            rate = f", lr {run['learning_rate']:.3g}" if "learning_rate" in run else ""
+            cells = [arm.title, f"`{arm.objective}`, `{arm.pairing}` {source}{rate}", f"{run['steps']:,}",
                      f"{run['flops'] / 1e12:.1f}", f"{run['steps'] * run['run_step_time'] / 60:.1f} min",
                      f"{run['peak_rss_mib']:,.0f} MiB", f"{run['parameters']['encoder']:,}", _final_metrics(run["final"])]
         cells += [f"{mean:.3f} ± {half:.3f}", f"{probe:.3f} ± {probe_half:.3f}",
@@ -114,7 +115,9 @@ def write_report(path: pathlib.Path, results: dict, rows: Sequence[str], seeds: 
         "",
         f"Every objective gets the pretraining FLOPs of {budget:,} BERT steps (bench FLOP model, "
         "`benchmark.flops`: 6 N T + 12 L H S T per step; ELECTRA counts its generator too), with its own paper's "
-        "data, masking and recipe (the objective's default learning rate, warmup and a zero output bias), on the "
+        "data, masking and recipe (the objective's warmup and a zero output bias; its paper's peak learning rate at "
+        f"this batch, times {MLM_RATE_FACTOR} for the masked-LM arms, which learn next to nothing at the rates of "
+        "base models trained a million steps; ELECTRA at its own, as faster its discriminator stalls), on the "
         "quickstart's data: the BBC News training articles and the WordPiece vocabulary learned from them (one "
         f"tokenizer for all), sequences of {recipe['sequence_length']} tokens, batch {recipe['batch_size']}, seed "
         f"{recipe['seed']}; the quickstart's encoder size (L=2, H=128). ALBERT-style: E=128, one set of layer weights.",
