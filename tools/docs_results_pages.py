@@ -210,7 +210,7 @@ def objectives_study(result, files, provenance, folder):
     if not arms:
         raise results_data.ResultsError(f"docs/results/data/{result.folder}/results.json: an unfinished study "
                                         "(no probe_* results); run it to the end and collect it again")
-    header = ["encoder", "steps", "step time (s)", "peak memory (MiB)", "encoder parameters",
+    header = ["encoder", "steps", "peak learning rate", "step time (s)", "peak memory (MiB)", "encoder parameters",
               "fine-tuned dev accuracy (mean)", "std", "per seed", "probe [CLS]", "probe mean"]
     rows, seeds = [], set()
     for arm in arms:
@@ -220,7 +220,9 @@ def objectives_study(result, files, provenance, folder):
         accuracies = [value for _, value in tuned]
         run = data.get(f"pretrain_{arm}")
         parameters = (run or {}).get("parameters") or (data["parameters_random"] if run is None else {})
-        rows.append([arm, run["steps"] if run else 0, _number(run.get("run_step_time") if run else None, 3),
+        rate = run.get("learning_rate") if run else None
+        rows.append([arm, run["steps"] if run else 0, f"{rate:g}" if rate else "-",
+                     _number(run.get("run_step_time") if run else None, 3),
                      _number(run.get("peak_rss_mib") if run else None, 0),
                      f"{parameters['encoder']:,}" if "encoder" in parameters else "-",
                      *_mean_std(accuracies), ", ".join(_number(a, 4) for a in accuracies),
@@ -237,7 +239,9 @@ def objectives_study(result, files, provenance, folder):
         "# Objectives study",
         "BERT (`mlm_nsp`, static NSP records), RoBERTa-style (`mlm` on full sentences masked at every step), "
         "ALBERT-style (`mlm_sop`, shared layers, E=128) and ELECTRA (its reference recipe) pretrained with the same "
-        f"pretraining FLOPs ({settings.get('budget_steps')} BERT steps each) on the quickstart's data, tokenizer and "
+        f"pretraining FLOPs ({settings.get('budget_steps')} BERT steps each), each at its paper's peak rate at this "
+        "batch (the masked-LM arms at 10 times it: `objectives_study_settings.py` says why), on the quickstart's "
+        "data, tokenizer and "
         "encoder size; then each encoder, and the random one BERT started from, fine-tuned with its family's head "
         "and recipe on a word-order task (is a sentence in its own word order?) with the same seeds, and probed on "
         "its frozen features. "

@@ -65,6 +65,7 @@ def test_objectives_study_table_is_its_json():
         if f"pretrain_{arm}" in data:
             assert shows(cells["steps"], data[f"pretrain_{arm}"]["steps"])
             assert shows(cells["peak memory (MiB)"], data[f"pretrain_{arm}"]["peak_rss_mib"])
+            assert cells["peak learning rate"] == f"{data[f'pretrain_{arm}']['learning_rate']:g}"
 
 
 def test_chinese_masking_table_is_its_json():
