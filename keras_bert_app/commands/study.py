@@ -1,6 +1,6 @@
 """`keras-bert-app study objectives`: BERT, RoBERTa-, ALBERT-style and ELECTRA at equal pretraining FLOPs.
 
-    keras-bert-app study objectives                                    # about 40 minutes on 2 idle CPU cores
+    keras-bert-app study objectives                                    # about 30 minutes on 2 idle CPU cores
     keras-bert-app study objectives --quickstart-run quickstart_run --output runs/objectives_study
     keras-bert-app study objectives --budget-steps 3000 --seeds 0,1,2,3,4,5,6,7 --objectives bert,electra
 

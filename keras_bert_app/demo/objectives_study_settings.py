@@ -8,7 +8,7 @@ import dataclasses
 
 DEFAULT_OUTPUT = "runs/objectives_study"
 # The pretraining budget of every arm: the FLOPs (bench FLOP model) of this many BERT steps at the quickstart's
-# batch and length. 4 pretrainings, 25 fine-tunings and 5 probes: about 40 minutes on 2 idle CPU cores (an estimate;
+# batch and length. 4 pretrainings, 25 fine-tunings and 5 probes: about 30 minutes on 2 idle CPU cores (an estimate;
 # the report states the run's own runtime).
 DEFAULT_BUDGET_STEPS = 1500
 DEFAULT_SEEDS = (0, 1, 2, 3, 4)
@@ -36,11 +36,11 @@ class Arm:
 
 
 # The papers' peak rates are for base models trained for 1,000,000 steps. The masked-LM arms of this L=2, H=128
-# encoder learn next to nothing at them in a budget of minutes (BERT at 1e-4: masked-LM accuracy 0.05 after 500
-# steps, every arm at chance on the task), so they run at 10 times theirs, the quickstart's 1e-3 for BERT. ELECTRA
-# learns at its own rate scaled to the batch (1.25e-4 at batch 32: discriminator AUC 0.79 after 150 steps); at 5 or
-# 10 times it, its generator learns faster than its discriminator, which stalls at AUC 0.55 (measured at 6.25e-4 and
-# 1.25e-3), the starved discriminator of the ELECTRA paper's generator-size study.
+# encoder learn next to nothing at them in a budget of minutes (BERT at 1e-4 for 1,500 steps: masked-LM accuracy
+# 0.06, probe 0.52 on the task; at 1e-3: 0.13 and 0.72), so they run at 10 times theirs (BERT: the quickstart's
+# 1e-3). ELECTRA learns at its own rate scaled to the batch (1.25e-4 at batch 32: discriminator AUC 0.79 after
+# 150 steps); at 5 or 10 times it, its generator learns faster than its discriminator, which stalls at AUC 0.55
+# (measured at 6.25e-4 and 1.25e-3): the starved discriminator of the ELECTRA paper's generator-size study.
 MLM_RATE_FACTOR = 10
 
 
