@@ -117,7 +117,7 @@ def write_report(path: pathlib.Path, results: dict, rows: Sequence[str], seeds: 
         "`benchmark.flops`: 6 N T + 12 L H S T per step; ELECTRA counts its generator too), with its own paper's "
         "data, masking and recipe (the objective's warmup and a zero output bias; its paper's peak learning rate at "
         f"this batch, times {MLM_RATE_FACTOR} for the masked-LM arms, which learn next to nothing at the rates of "
-        "base models trained a million steps; ELECTRA at its own, as faster its discriminator stalls), on the "
+        "base models trained a million steps; ELECTRA at its own: faster, its discriminator stalls), on the "
         "quickstart's data: the BBC News training articles and the WordPiece vocabulary learned from them (one "
         f"tokenizer for all), sequences of {recipe['sequence_length']} tokens, batch {recipe['batch_size']}, seed "
         f"{recipe['seed']}; the quickstart's encoder size (L=2, H=128). ALBERT-style: E=128, one set of layer weights.",
