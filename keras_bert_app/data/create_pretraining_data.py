@@ -275,17 +275,10 @@ def create_pretraining_data(
     segment = resolve_segmenter(segmenter, entities=entity_masking)
     tokenizer = _tokenizer(tokenizer, lowercase, log)
     output_dir = os.fspath(errors.check_path("output_dir", output_dir))
-    maker = InstanceMaker(
-        list(tokenizer.get_vocabulary()),
-        max_seq_length=max_seq_length,
-        max_predictions_per_seq=max_predictions_per_seq,
-        masked_lm_prob=masked_lm_prob,
-        short_seq_prob=short_seq_prob,
-        seed=seed,
-        masking=scheme,
-        max_ngram=max_ngram,
-        pairing=pairing,
-    )
+    maker = InstanceMaker(list(tokenizer.get_vocabulary()), max_seq_length=max_seq_length,
+                          max_predictions_per_seq=max_predictions_per_seq, masked_lm_prob=masked_lm_prob,
+                          short_seq_prob=short_seq_prob, seed=seed, masking=scheme, max_ngram=max_ngram,
+                          pairing=pairing)
     settings = {
         "max_seq_length": max_seq_length,
         "max_predictions_per_seq": max_predictions_per_seq,

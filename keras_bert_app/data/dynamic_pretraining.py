@@ -107,17 +107,9 @@ def dynamic_pretraining_dataset(
     if pairing == "segments":
         raise ValueError("pairing 'segments' (ELECTRA's) takes token masking without a segmenter; got "
                          f"masking {scheme!r}" + (" with a segmenter." if corpus.word_starts is not None else "."))
-    maker = InstanceMaker(
-        vocabulary,
-        max_seq_length=max_seq_length,
-        max_predictions_per_seq=max_predictions_per_seq,
-        masked_lm_prob=masked_lm_prob,
-        short_seq_prob=short_seq_prob,
-        seed=seed,
-        masking=scheme,
-        max_ngram=max_ngram,
-        pairing=pairing,
-    )
+    maker = InstanceMaker(vocabulary, max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+                          masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob, seed=seed,
+                          masking=scheme, max_ngram=max_ngram, pairing=pairing)
     group_size = DOCUMENTS_PER_GROUP if pairing == "full_sentences" else 1
     epochs_started = [0]
 

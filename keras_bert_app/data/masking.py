@@ -104,25 +104,14 @@ def _whole_word_rows(token_ids, num_tokens, counts, special, is_continuation, rn
     num_masked = np.zeros(len(token_ids), dtype=np.int64)
     for row in range(len(token_ids)):
         candidates = np.flatnonzero(~special[row, : num_tokens[row]])
-        chosen = _whole_word_positions(
-            token_ids[row], candidates, counts[row], is_continuation, rng
-        )
+        chosen = _whole_word_positions(token_ids[row], candidates, counts[row], is_continuation, rng)
         positions[row, : len(chosen)] = chosen
         num_masked[row] = len(chosen)
     return positions, num_masked
 
 
-def mask_batch(
-    token_ids,
-    num_tokens,
-    rng,
-    special_token_ids,
-    mask_token_id,
-    vocabulary_size,
-    masked_lm_prob,
-    max_predictions_per_seq,
-    is_continuation=None,
-):
+def mask_batch(token_ids, num_tokens, rng, special_token_ids, mask_token_id, vocabulary_size, masked_lm_prob,
+               max_predictions_per_seq, is_continuation=None):
     """Draw the masked positions of a batch of sequences and corrupt them.
 
     Args:
@@ -262,18 +251,8 @@ def _unit_positions(candidates, is_start, count, max_ngram, rng):
     return positions, units
 
 
-def mask_units_batch(
-    token_ids,
-    num_tokens,
-    word_starts,
-    rng,
-    special_token_ids,
-    mask_token_id,
-    vocabulary_size,
-    masked_lm_prob,
-    max_predictions_per_seq,
-    max_ngram=1,
-):
+def mask_units_batch(token_ids, num_tokens, word_starts, rng, special_token_ids, mask_token_id, vocabulary_size,
+                     masked_lm_prob, max_predictions_per_seq, max_ngram=1):
     """Mask whole words or n-grams of them, with the 80/10/10 drawn per unit.
 
     Args:

@@ -74,35 +74,19 @@ class InstanceMaker:
             (sequences of whole sentences across documents, no label).
     """
 
-    def __init__(
-        self,
-        vocabulary,
-        max_seq_length=128,
-        max_predictions_per_seq=20,
-        masked_lm_prob=0.15,
-        short_seq_prob=0.1,
-        whole_word_masking=False,
-        seed=12345,
-        masking="token",
-        max_ngram=3,
-        pairing="nsp",
-    ):
+    def __init__(self, vocabulary, max_seq_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15,
+                 short_seq_prob=0.1, whole_word_masking=False, seed=12345, masking="token", max_ngram=3,
+                 pairing="nsp"):
         if pairing not in PAIRINGS:
             raise ValueError(f"pairing must be one of {list(PAIRINGS)}, got {pairing!r}.")
         if max_seq_length < 5:
-            raise ValueError(
-                f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]), "
-                f"got {max_seq_length}."
-            )
+            raise ValueError(f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP]), got {max_seq_length}.")
         if not 0.0 < masked_lm_prob < 1.0:
             raise ValueError(f"masked_lm_prob must be in (0, 1), got {masked_lm_prob}.")
         if not 0.0 <= short_seq_prob <= 1.0:
             raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}.")
         if max_predictions_per_seq < 1:
-            raise ValueError(
-                f"max_predictions_per_seq must be at least 1, got "
-                f"{max_predictions_per_seq}."
-            )
+            raise ValueError(f"max_predictions_per_seq must be at least 1, got {max_predictions_per_seq}.")
         if masking not in MASKING_SCHEMES:
             raise ValueError(f"masking must be one of {list(MASKING_SCHEMES)}, got {masking!r}.")
         if max_ngram < 1:
