@@ -39,8 +39,9 @@ class Arm:
 # encoder learn next to nothing at them in a budget of minutes (BERT at 1e-4 for 1,500 steps: masked-LM accuracy
 # 0.06, probe 0.52 on the task; at 1e-3: 0.13 and 0.72), so they run at 10 times theirs (BERT: the quickstart's
 # 1e-3). ELECTRA learns at its own rate scaled to the batch (1.25e-4 at batch 32: discriminator AUC 0.80 after
-# about 200 steps); at 5 or 10 times it, its generator learns faster than its discriminator, which stalls at AUC 0.55
-# (measured at 6.25e-4 and 1.25e-3): the starved discriminator of the ELECTRA paper's generator-size study.
+# about 200 steps, before its generator's samples approach the corpus' word frequencies and a token's identity stops
+# telling fakes apart); at 5 or 10 times it the generator gets there sooner and the AUC stalls at 0.55 (measured at
+# 6.25e-4 and 1.25e-3).
 MLM_RATE_FACTOR = 10
 
 
