@@ -14,8 +14,6 @@ class PreprocessingLayer(keras.layers.Layer):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self._convert_input_args = False
-        self._allow_non_tensor_positional_args = True
         self.built = True
 
     def __call__(self, *args, **kwargs):
