@@ -22,7 +22,11 @@ compile with `XLA_FLAGS=--xla_backend_optimization_level=0
 compile hundreds of tiny programs (JAX compiles even each eager op per shape)
 and run each a few times, so LLVM's optimizations cost more than they save
 (JAX's model battery: 46 -> 29 CPU s). Results stay within the tests'
-tolerances; benchmarks and real runs keep XLA's defaults.
+tolerances; benchmarks and real runs keep XLA's defaults. JAX also keeps the
+programs it compiles in a persistent compilation cache for the run (a
+temporary folder, unless JAX_COMPILATION_CACHE_DIR is set): tests that build
+the same tiny models compile each program once (JAX model tests: 7% fewer CPU
+seconds).
 """
 
 import argparse
@@ -61,7 +65,10 @@ def main(argv=None):
         # half idle while a backend's last test files finish.
         workers = args.workers if args.sequential or backend == "tensorflow" else max(1, args.workers // 2)
         runs.append((backend, _command(backend, workers, pytest_args)))
-    results = [_run(*run) for run in runs] if args.sequential else _run_together(runs)
+    with tempfile.TemporaryDirectory(prefix="jax_compilation_cache_") as cache:
+        os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", cache)
+        os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # tiny programs too
+        results = [_run(*run) for run in runs] if args.sequential else _run_together(runs)
     totals = {"passed": 0, "failed": 0, "skipped": 0}
     failed_backends = []
     for backend, returncode, output in results:
