@@ -1,8 +1,8 @@
 """`finetune --strategy mirrored` over two logical CPUs: the one-device run's figures, bucket-length batches.
 
-The fine-tunes over two logical CPUs share one fresh subprocess (this file run as a
-script): the logical CPU devices must be set before TensorFlow starts. The
-one-device runs they are compared with run in the test's own process. The classifier's head dropout
+The fine-tunes share one fresh subprocess (this file run as a script): the
+logical CPU devices must be set before TensorFlow starts. The one-device runs
+(no strategy) run there first. The classifier's head dropout
 is set to 0 in the workers (the encoder's is 0 in the micro preset), as
 `tf.distribute` draws each replica's dropout masks apart: with it, the runs
 could not be compared number for number.
@@ -64,10 +64,13 @@ def _argv(data, output, *flags, train="train20"):
 
 @pytest.fixture(scope="module")
 def two_cpus(data, tmp_path_factory):
-    """The fine-tunes over two logical CPUs, in one fresh subprocess (the devices are set before TensorFlow starts):
-    `--strategy mirrored` (20 rows), `kba.finetune` in a strategy's scope (21 rows), batch 3 (refused)."""
+    """The fine-tunes, in one fresh subprocess with two logical CPUs (set before TensorFlow starts): on one device
+    (20 and 21 rows), `--strategy mirrored` (20 rows), `kba.finetune` in a strategy's scope (21 rows), batch 3
+    (refused)."""
     root = tmp_path_factory.mktemp("two_cpus")
-    runs = {
+    runs = {  # the one-device runs first: no strategy ("auto" takes none on CPUs), so no collectives before
+        "one": {"argv": _argv(data, root / "one", "--batch-size", "4"), "in_scope": False},
+        "one21": {"argv": _argv(data, root / "one21", "--batch-size", "4", train="train21"), "in_scope": False},
         "two": {"argv": _argv(data, root / "two", "--batch-size", "4", "--strategy", "mirrored"), "in_scope": False},
         "scope": {"argv": _argv(data, root / "scope", "--batch-size", "4", train="train21"), "in_scope": True},
         "odd": {"argv": _argv(data, root / "odd", "--batch-size", "3", "--strategy", "mirrored"), "in_scope": False},
@@ -84,19 +87,8 @@ def two_cpus(data, tmp_path_factory):
     return result
 
 
-def _one_device(data, tmp_path, name, *flags, train="train20"):
-    """The one-device run, in this process (nothing to set before TensorFlow starts), the head's dropout 0 too."""
-    from keras_bert_app.models.bert_classifier import BertClassifier
-
-    with pytest.MonkeyPatch.context() as patch:
-        defaults = BertClassifier.__init__.__defaults__  # (dropout, pooling, dtype)
-        patch.setattr(BertClassifier.__init__, "__defaults__", (0.0, *defaults[1:]))
-        return _cli_run(_argv(data, tmp_path / name, *flags, train=train))
-
-
-def test_mirrored_over_two_cpus_trains_as_one_device(data, two_cpus, tmp_path):
-    one = _one_device(data, tmp_path, "one", "--batch-size", "4")
-    two = two_cpus["two"]
+def test_mirrored_over_two_cpus_trains_as_one_device(two_cpus):
+    one, two = two_cpus["one"], two_cpus["two"]
     assert one["code"] == 0 and two["code"] == 0, two["log"]
     assert "Distribution: mirrored, 2 replicas, global batch 4 (2 a replica)." in two["log"]
     assert "Distribution:" not in one["log"]
@@ -113,10 +105,9 @@ def test_mirrored_over_two_cpus_trains_as_one_device(data, two_cpus, tmp_path):
     assert one["predictions"] == two["predictions"]
 
 
-def test_finetune_in_a_strategy_scope_uses_it_and_logs_the_whole_batch_loss(data, two_cpus, tmp_path):
+def test_finetune_in_a_strategy_scope_uses_it_and_logs_the_whole_batch_loss(two_cpus):
     """`kba.finetune` called inside `strategy.scope()`; a last batch of one example (21 rows, batch 4)."""
-    one = _one_device(data, tmp_path, "one", "--batch-size", "4", train="train21")
-    two = two_cpus["scope"]
+    one, two = two_cpus["one21"], two_cpus["scope"]
     assert two["code"] == 0, two["log"]
     assert "Distribution: MirroredStrategy, 2 replicas, global batch 4 (2 a replica)." in two["log"]
     # Keras divides each replica's loss by the replicas; the logged dev loss is the whole batch's, as Keras' own
