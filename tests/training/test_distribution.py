@@ -1,8 +1,9 @@
 """Real distributed `fit` on CPU: each strategy gives the single-device result.
 
-Every run happens in a fresh subprocess (this file run as a script), so the
-backend and the device setup (logical CPUs, XLA host devices, TF_CONFIG) stay
-isolated. Each run trains the tiny pretrainer (dropout 0, same seed) for a
+Every distributed run happens in a fresh subprocess (this file run as a
+script), so the backend and the device setup (logical CPUs, XLA host devices,
+TF_CONFIG) stay isolated; TensorFlow's one-device reference runs in the test's
+own process where that is TensorFlow. Each run trains the tiny pretrainer (dropout 0, same seed) for a
 few steps on the same global batches and reports its losses and final
 weights; the distributed runs must match the single-device run.
 """
@@ -71,7 +72,14 @@ def _run_workers(mode, backend, tmp_path, num_workers=1, extra_env=None):
 
 @pytest.fixture(scope="module")
 def single_tf(tmp_path_factory):
-    return _run_workers("single", "tensorflow", tmp_path_factory.mktemp("single_tf"))
+    """The one-device reference: in this process where it runs TensorFlow (a one-device run sets nothing up)."""
+    import keras
+
+    output = tmp_path_factory.mktemp("single_tf") / "single_0.json"
+    if keras.config.backend() != "tensorflow":
+        return _run_workers("single", "tensorflow", output.parent)
+    _worker("single", output)
+    return json.loads(output.read_text())
 
 
 def _assert_same_training(result, reference):

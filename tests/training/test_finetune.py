@@ -192,30 +192,44 @@ def test_finetune_bad_arguments_raise_one_typed_error_naming_the_argument(tmp_pa
     assert not (tmp_path / "run").exists()  # nothing started
 
 
-def test_validation_freq_skips_the_per_epoch_dev_passes_and_trains_the_same_weights(tmp_path, tiny_preset):
+SCORED_ROWS = ["text,label"] + [
+    f"{'good fine great' if i % 2 else 'bad awful poor'} day {i},{'pos' if i % 2 else 'neg'}" for i in range(16)
+]
+SCORED_OPTIONS = dict(epochs=2, batch_size=4, sequence_length=16, learning_rate=1e-3, seed=3)
+
+
+@pytest.fixture(scope="module")
+def python_run(tiny_preset, tmp_path_factory):
+    """`kba.finetune("classify", ...)` in this process, 16 rows for 2 epochs, dev scored after each epoch: the
+    reference of the `validation_freq` run and of the console script's."""
+    folder = tmp_path_factory.mktemp("python_run")
+    data = folder / "data.csv"
+    data.write_text("\n".join(SCORED_ROWS) + "\n", encoding="utf-8")
+    return kba.finetune("classify", tiny_preset, folder / "every", train=data, dev=data, text_column="text",
+                        label_column="label", verbose=0, **SCORED_OPTIONS)
+
+
+def test_validation_freq_skips_the_per_epoch_dev_passes_and_trains_the_same_weights(tmp_path, tiny_preset,
+                                                                                    python_run):
     """`validation_freq=epochs` (the Chinese quickstart's later seeds): dev is scored during training after the last
     epoch only, and the run ends with the same weights and dev scores as with a dev pass after every epoch."""
     import csv
 
     import numpy as np
 
-    rows = ["text,label"] + [f"{w} good fine,pos" if i % 2 else f"{w} bad awful,neg" for i, w in
-                             enumerate("the a one two red blue cat dog sun moon".split())]
-    train = tmp_path / "train.csv"
-    train.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    options = dict(train=train, dev=train, text_column="text", label_column="label", epochs=3, batch_size=4,
-                   sequence_length=16, learning_rate=1e-3, seed=3, verbose=0)
-    every = kba.finetune("classify", tiny_preset, tmp_path / "every", **options)
-    last = kba.finetune("classify", tiny_preset, tmp_path / "last", validation_freq=3, **options)
+    data = python_run.output.parent / "data.csv"
+    every = python_run
+    last = kba.finetune("classify", tiny_preset, tmp_path / "last", train=data, dev=data, text_column="text",
+                        label_column="label", verbose=0, validation_freq=2, **SCORED_OPTIONS)
 
     def history(run):
         with open(run.output / "logs" / "history.csv", newline="") as file:
             return list(csv.DictReader(file))
 
     every_rows, last_rows = history(every), history(last)
-    assert len(every_rows) == len(last_rows) == 3
+    assert len(every_rows) == len(last_rows) == 2
     assert all(row["val_loss"] not in ("", "NA", None) for row in every_rows)
-    assert [row.get("val_loss") in ("", "NA", None) for row in last_rows] == [True, True, False]
+    assert [row.get("val_loss") in ("", "NA", None) for row in last_rows] == [True, False]
     assert [row["loss"] for row in every_rows] == [row["loss"] for row in last_rows]
     assert every.metrics["dev"] == last.metrics["dev"]
     first, second = (kba.BertClassifier.from_preset(run.preset) for run in (every, last))
@@ -270,7 +284,7 @@ def test_command_line_xla_flags_reach_the_stage_function(monkeypatch, flags, exp
         cli.main(argv + ["--jit-compile", "yes"])
 
 
-def test_the_console_script_and_the_python_call_give_the_same_figures(tmp_path, tiny_preset):
+def test_the_console_script_and_the_python_call_give_the_same_figures(tmp_path, tiny_preset, python_run):
     """`keras-bert-app finetune` in a process of its own and `kba.finetune` in this one run the same kernels on the
     same data: the same per-epoch history and dev figures (the process sets nothing of its own)."""
     import csv
@@ -279,31 +293,23 @@ def test_the_console_script_and_the_python_call_give_the_same_figures(tmp_path, 
     import sys
     import sysconfig
 
-    rows = ["text,label"] + [f"{'good fine great' if i % 2 else 'bad awful poor'} day {i},{'pos' if i % 2 else 'neg'}"
-                             for i in range(16)]
-    (tmp_path / "data.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    options = dict(epochs=2, batch_size=4, sequence_length=16, learning_rate=1e-3, seed=3)
-    argv = ["finetune", "classify", "--train", tmp_path / "data.csv", "--dev", tmp_path / "data.csv", "--text-column",
-            "text", "--label-column", "label", "--preset", tiny_preset, "--output", tmp_path / "cli"]
-    for name, value in options.items():
+    data = python_run.output.parent / "data.csv"
+    argv = ["finetune", "classify", "--train", data, "--dev", data, "--text-column", "text", "--label-column",
+            "label", "--preset", tiny_preset, "--output", tmp_path / "cli"]
+    for name, value in SCORED_OPTIONS.items():
         argv += [f"--{name.replace('_', '-')}", value]
     script = os.path.join(sysconfig.get_path("scripts"), "keras-bert-app")
     command = [script] if os.path.exists(script) else [sys.executable, "-m", "keras_bert_app.commands.main"]
     result = subprocess.run([*command, *map(str, argv)], capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
-    from keras_bert_app.tasks.text_classification import TextClassification
-
-    task = TextClassification(train=tmp_path / "data.csv", dev=tmp_path / "data.csv", text_column="text",
-                              label_column="label")
-    kba.finetune(task, tiny_preset, tmp_path / "python", verbose=0, **options)
 
     def figures(folder):
         with open(folder / "logs" / "history.csv", newline="") as file:
             history = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(file)]
         return history, json.loads((folder / "metrics.json").read_text())["dev"]
 
-    (cli_history, cli_dev), (python_history, python_dev) = figures(tmp_path / "cli"), figures(tmp_path / "python")
-    assert len(cli_history) == 2
+    (cli_history, cli_dev), (python_history, python_dev) = figures(tmp_path / "cli"), figures(python_run.output)
+    assert len(cli_history) == len(python_history) == 2
     for ours, theirs in zip(cli_history, python_history):
         assert ours == pytest.approx(theirs, rel=1e-6, abs=1e-7)
     assert cli_dev == pytest.approx(python_dev, rel=1e-6, abs=1e-7)

@@ -1,7 +1,8 @@
 """`finetune --strategy mirrored` over two logical CPUs: the one-device run's figures, bucket-length batches.
 
-Each run is a fresh subprocess (this file run as a script): the logical CPU
-devices must be set before TensorFlow starts. The classifier's head dropout
+The fine-tunes share one fresh subprocess (this file run as a script): the
+logical CPU devices must be set before TensorFlow starts. The one-device runs
+(no strategy) run there first. The classifier's head dropout
 is set to 0 in the workers (the encoder's is 0 in the micro preset), as
 `tf.distribute` draws each replica's dropout masks apart: with it, the runs
 could not be compared number for number.
@@ -53,27 +54,41 @@ def data(tmp_path_factory):
     return root
 
 
-def _finetune(data, tmp_path, name, *flags, train="train20", replicas=2, in_scope=False):
-    """Run the worker in a subprocess; return its result (exit code, log, history rows, dev predictions)."""
-    output = tmp_path / name
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(REPO_ROOT), "TF_CPP_MIN_LOG_LEVEL": "3",
-           "CUDA_VISIBLE_DEVICES": ""}
-    argv = [
+def _argv(data, output, *flags, train="train20"):
+    return [
         "finetune", "classify", "--preset", str(data / "preset"), "--output", str(output),
         "--train", str(data / f"{train}.csv"), "--dev", str(data / "dev.csv"), "--text-column", "text",
         "--label-column", "label", "--epochs", "2", "--learning-rate", "1e-3", *flags,
     ]
-    request = {"argv": argv, "replicas": replicas, "in_scope": in_scope, "result": str(tmp_path / f"{name}.json")}
+
+
+@pytest.fixture(scope="module")
+def two_cpus(data, tmp_path_factory):
+    """The fine-tunes, in one fresh subprocess with two logical CPUs (set before TensorFlow starts): on one device
+    (20 and 21 rows), `--strategy mirrored` (20 rows), `kba.finetune` in a strategy's scope (21 rows), batch 3
+    (refused)."""
+    root = tmp_path_factory.mktemp("two_cpus")
+    runs = {  # the one-device runs first: no strategy ("auto" takes none on CPUs), so no collectives before
+        "one": {"argv": _argv(data, root / "one", "--batch-size", "4"), "in_scope": False},
+        "one21": {"argv": _argv(data, root / "one21", "--batch-size", "4", train="train21"), "in_scope": False},
+        "two": {"argv": _argv(data, root / "two", "--batch-size", "4", "--strategy", "mirrored"), "in_scope": False},
+        "scope": {"argv": _argv(data, root / "scope", "--batch-size", "4", train="train21"), "in_scope": True},
+        "odd": {"argv": _argv(data, root / "odd", "--batch-size", "3", "--strategy", "mirrored"), "in_scope": False},
+    }
+    request = {"runs": runs, "replicas": 2, "fit_distributed": False, "result": str(root / "result.json")}
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(REPO_ROOT), "TF_CPP_MIN_LOG_LEVEL": "3",
+           "CUDA_VISIBLE_DEVICES": ""}
     done = subprocess.run([sys.executable, __file__, json.dumps(request)], env=env, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     with open(request["result"]) as file:
-        return json.load(file)
+        result = json.load(file)
+    result["folders"] = {name: root / name for name in runs}
+    return result
 
 
-def test_mirrored_over_two_cpus_trains_as_one_device(data, tmp_path):
-    one = _finetune(data, tmp_path, "one", "--batch-size", "4", replicas=1)
-    two = _finetune(data, tmp_path, "two", "--batch-size", "4", "--strategy", "mirrored")
+def test_mirrored_over_two_cpus_trains_as_one_device(two_cpus):
+    one, two = two_cpus["one"], two_cpus["two"]
     assert one["code"] == 0 and two["code"] == 0, two["log"]
     assert "Distribution: mirrored, 2 replicas, global batch 4 (2 a replica)." in two["log"]
     assert "Distribution:" not in one["log"]
@@ -90,27 +105,27 @@ def test_mirrored_over_two_cpus_trains_as_one_device(data, tmp_path):
     assert one["predictions"] == two["predictions"]
 
 
-def test_finetune_in_a_strategy_scope_uses_it_and_logs_the_whole_batch_loss(data, tmp_path):
+def test_finetune_in_a_strategy_scope_uses_it_and_logs_the_whole_batch_loss(two_cpus):
     """`kba.finetune` called inside `strategy.scope()`; a last batch of one example (21 rows, batch 4)."""
-    one = _finetune(data, tmp_path, "one", "--batch-size", "4", train="train21", replicas=1)
-    two = _finetune(data, tmp_path, "two", "--batch-size", "4", train="train21", in_scope=True)
+    one, two = two_cpus["one21"], two_cpus["scope"]
     assert two["code"] == 0, two["log"]
     assert "Distribution: MirroredStrategy, 2 replicas, global batch 4 (2 a replica)." in two["log"]
     # Keras divides each replica's loss by the replicas; the logged dev loss is the whole batch's, as Keras' own
     # evaluation logs it (it was half of it). tf.distribute gives the last batch's one example to one replica,
     # whose loss is still divided by 2: training differs by that one step's gradient, a little.
+    assert len(one["history"]) == len(two["history"]) == 2
     for row_one, row_two in zip(one["history"], two["history"]):
         for key in ("loss", "val_loss"):
             np.testing.assert_allclose(float(row_two[key]), float(row_one[key]), atol=2e-4, err_msg=key)
 
 
-def test_a_batch_the_replicas_cannot_share_evenly_is_refused(data, tmp_path):
-    two = _finetune(data, tmp_path, "odd", "--batch-size", "3", "--strategy", "mirrored")
+def test_a_batch_the_replicas_cannot_share_evenly_is_refused(two_cpus):
+    two = two_cpus["odd"]
     assert two["code"] == 2
     assert "Batch size 3 is not divisible by the 2 replicas of the 'mirrored' strategy: use a multiple of 2." in (
         two["errors"]
     )
-    assert not (tmp_path / "odd" / "metrics.json").exists()
+    assert not (two_cpus["folders"]["odd"] / "metrics.json").exists()
 
 
 def test_multi_worker_is_refused_in_one_line(data, tmp_path):
@@ -141,23 +156,24 @@ def test_auto_leaves_a_tf_config_cluster_to_pretraining(monkeypatch):
 
 
 def test_fit_builds_from_a_dataset_the_caller_distributed(tmp_path):
-    """`model.fit` on `strategy.experimental_distribute_dataset(...)`: its spec is per replica, not a batch's."""
+    """`model.fit` on `strategy.experimental_distribute_dataset(...)`: its spec is per replica, not a batch's.
+
+    A process of its own: after the fine-tunes' strategies, a new one's collectives would mix up their instances."""
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(REPO_ROOT), "TF_CPP_MIN_LOG_LEVEL": "3",
            "CUDA_VISIBLE_DEVICES": ""}
-    request = {"fit_distributed": True, "result": str(tmp_path / "fit.json")}
+    request = {"runs": {}, "replicas": 2, "fit_distributed": True, "result": str(tmp_path / "fit.json")}
     done = subprocess.run([sys.executable, __file__, json.dumps(request)], env=env, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     with open(request["result"]) as file:
-        losses = json.load(file)
+        losses = json.load(file)["fit"]
     assert set(losses) == {"plain", "distributed"} and all(np.isfinite(loss) for loss in losses.values())
 
 
-def _fit_distributed(request):
+def _fit_distributed():
+    """Final losses of `fit` on a dataset, plain and distributed by the caller (logical CPUs already set)."""
     import tensorflow as tf
 
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import keras_bert_app as kba
     from keras_bert_app.models.bert_encoder import BertEncoder
 
@@ -174,41 +190,50 @@ def _fit_distributed(request):
             model = kba.BertClassifier(encoder, num_classes=2)
             model.compile(learning_rate=1e-3, total_steps=2)
         losses[kind] = model.fit(data, epochs=1, verbose=0).history["loss"][-1]
-    with open(request["result"], "w") as file:
-        json.dump(losses, file)
+    return losses
 
 
-def _worker(request):
-    if request.get("fit_distributed"):
-        return _fit_distributed(request)
+def _cli_run(argv, scope=None):
+    """`cli.main(argv)` (in `scope`): exit code, log, errors, history rows and dev predictions."""
     import contextlib
     import io
 
-    import tensorflow as tf
-
-    if request["replicas"] > 1:
-        cpu = tf.config.list_physical_devices("CPU")[0]
-        tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * request["replicas"])
     from keras_bert_app import cli
-    from keras_bert_app.models.bert_classifier import BertClassifier
 
-    defaults = BertClassifier.__init__.__defaults__  # (dropout, pooling, dtype)
-    BertClassifier.__init__.__defaults__ = (0.0, *defaults[1:])  # the head's dropout (see the module docstring)
-    scope = contextlib.nullcontext()
-    if request["in_scope"]:
-        scope = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(request["replicas"])]).scope()
     out, err = io.StringIO(), io.StringIO()
-    with scope, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(request["argv"])
-    output = request["argv"][request["argv"].index("--output") + 1]
+    with scope or contextlib.nullcontext(), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(argv)
+    output = argv[argv.index("--output") + 1]
     result = {"code": code, "log": out.getvalue(), "errors": err.getvalue(), "history": [], "predictions": []}
     if code == 0:
         with open(os.path.join(output, "logs", "history.csv")) as file:
             result["history"] = list(csv.DictReader(file))
         with open(os.path.join(output, "dev_predictions.jsonl")) as file:
             result["predictions"] = [json.loads(line) for line in file]
+    return result
+
+
+def _worker(request):
+    """Set the logical CPUs, then run each fine-tune (the head's dropout 0: see the module docstring) and the fit."""
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * request["replicas"])
+    from keras_bert_app.models.bert_classifier import BertClassifier
+
+    results = {}
+    defaults = BertClassifier.__init__.__defaults__  # (dropout, pooling, dtype)
+    BertClassifier.__init__.__defaults__ = (0.0, *defaults[1:])  # the head's dropout (see the module docstring)
+    for name, run in request["runs"].items():
+        scope = None
+        if run["in_scope"]:
+            scope = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(request["replicas"])]).scope()
+        results[name] = _cli_run(run["argv"], scope)
+    BertClassifier.__init__.__defaults__ = defaults
+    if request["fit_distributed"]:
+        results["fit"] = _fit_distributed()
     with open(request["result"], "w") as file:
-        json.dump(result, file)
+        json.dump(results, file)
 
 
 if __name__ == "__main__":

@@ -20,24 +20,52 @@ ROWS = ["text,label"] + [
 ]
 
 
-def test_mixed_precision_trains_in_bfloat16_and_saves_a_float32_preset(tmp_path, tiny_preset, monkeypatch, capsys):
-    data = tmp_path / "data.csv"
-    data.write_text("\n".join(ROWS) + "\n", encoding="utf-8")
+SCORE_ROWS = ["text,score"] + [f"{word} {'good ' * (i % 4)}day,{i % 4 + 0.5 * (i % 3)}"
+                              for i, word in enumerate("the a one two red blue cat dog sun moon sea sky".split())]
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_preset, tmp_path_factory):
+    """Two `finetune` command lines: a regression with `--mixed-precision` (2 epochs), a classifier without it.
+
+    Each gives its output folder, its log and the model `finetune` built. One mixed-precision run serves both
+    tests: what they check of it (dtypes, the preset, its dev scores) does not depend on the task.
+    """
+    import contextlib
+    import io
+
+    folder = tmp_path_factory.mktemp("mixed_precision")
+    (folder / "scores.csv").write_text("\n".join(SCORE_ROWS) + "\n", encoding="utf-8")
+    (folder / "data.csv").write_text("\n".join(ROWS) + "\n", encoding="utf-8")
+    common = ["finetune", "classify", "--preset", tiny_preset, "--text-column", "text", "--batch-size", "4",
+              "--sequence-length", "16", "--learning-rate", "1e-3"]
+    argvs = {
+        # metrics.json comes from the bfloat16 model's dev pass; `predict` and `evaluate` run the preset in float32.
+        "mixed": [*common, "--train", folder / "scores.csv", "--dev", folder / "scores.csv", "--label-column", "score",
+                  "--regression", "--epochs", "2", "--output", folder / "mixed", "--mixed-precision"],
+        "plain": [*common, "--train", folder / "data.csv", "--dev", folder / "data.csv", "--label-column", "label",
+                  "--epochs", "1", "--output", folder / "plain"],
+    }
     built = []
     build = finetune_module._build_model
-    monkeypatch.setattr(finetune_module, "_build_model", lambda *a: built.append(build(*a)) or built[-1])
-    argv = ["finetune", "classify", "--preset", tiny_preset, "--train", data, "--dev", data, "--text-column", "text",
-            "--label-column", "label", "--epochs", "1", "--batch-size", "4", "--sequence-length", "16",
-            "--learning-rate", "1e-3"]
-    policy = keras.config.dtype_policy().name
+    result = {"policy": keras.config.dtype_policy().name, "data": folder / "scores.csv"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(finetune_module, "_build_model", lambda *a: built.append(build(*a)) or built[-1])
+        for name, argv in argvs.items():
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                assert cli.main([str(a) for a in argv]) == 0
+            result[name] = {"output": folder / name, "log": out.getvalue(), "model": built[-1]}
+    assert len(built) == 2
+    return result
 
-    assert cli.main([str(a) for a in argv + ["--output", tmp_path / "bf16", "--mixed-precision"]]) == 0
-    assert "dtype policy mixed_bfloat16" in capsys.readouterr().out
-    assert cli.main([str(a) for a in argv + ["--output", tmp_path / "f32"]]) == 0
-    assert "dtype policy" not in capsys.readouterr().out
 
-    mixed, plain = built
-    assert keras.config.dtype_policy().name == policy  # the global policy is as it was
+def test_mixed_precision_trains_in_bfloat16_and_saves_a_float32_preset(runs):
+    assert "dtype policy mixed_bfloat16" in runs["mixed"]["log"]
+    assert "dtype policy" not in runs["plain"]["log"]
+
+    mixed, plain = runs["mixed"]["model"], runs["plain"]["model"]
+    assert keras.config.dtype_policy().name == runs["policy"]  # the global policy is as it was
     assert (mixed.encoder.compute_dtype, mixed.encoder.variable_dtype) == ("bfloat16", "float32")
     assert all(v.dtype == "float32" for v in mixed.trainable_variables)  # float32 weights and optimizer updates
     slots = [v for v in mixed.optimizer.variables if "int" not in v.dtype]  # all but the step counter
@@ -47,8 +75,8 @@ def test_mixed_precision_trains_in_bfloat16_and_saves_a_float32_preset(tmp_path,
               "padding_mask": np.ones((1, 4), "int32")}
     assert keras.backend.standardize_dtype(mixed.encoder(inputs)["sequence_output"].dtype) == "bfloat16"
 
-    # The saved preset holds no dtype: it loads in float32, and its logits are the run's, to bfloat16's rounding.
-    preset = tmp_path / "bf16" / "preset"
+    # The saved preset holds no dtype: it loads in float32, and its outputs are the run's, to bfloat16's rounding.
+    preset = runs["mixed"]["output"] / "preset"
     assert "dtype" not in json.loads((preset / "config.json").read_text())["encoder"]
     reloaded = kba.BertClassifier.from_preset(preset)
     assert reloaded.encoder.compute_dtype == "float32"
@@ -57,19 +85,12 @@ def test_mixed_precision_trains_in_bfloat16_and_saves_a_float32_preset(tmp_path,
     np.testing.assert_allclose(ours, theirs, atol=0.05)
 
 
-def test_a_mixed_precision_runs_dev_figures_are_its_float32_presets(tmp_path, tiny_preset):
+def test_a_mixed_precision_runs_dev_figures_are_its_float32_presets(runs, tmp_path):
     # metrics.json came from the bfloat16 model's dev pass; `predict` and `evaluate` run the preset in float32.
-    rows = ["text,score"] + [f"{word} {'good ' * (i % 4)}day,{i % 4 + 0.5 * (i % 3)}"
-                             for i, word in enumerate("the a one two red blue cat dog sun moon sea sky".split())]
-    data = tmp_path / "scores.csv"
-    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
-    argv = ["finetune", "classify", "--preset", tiny_preset, "--train", data, "--dev", data, "--text-column", "text",
-            "--label-column", "score", "--regression", "--epochs", "2", "--batch-size", "4", "--sequence-length", "16",
-            "--learning-rate", "1e-3", "--output", tmp_path / "run", "--mixed-precision"]
-    assert cli.main([str(a) for a in argv]) == 0
-    assert cli.main(["evaluate", "--preset", str(tmp_path / "run" / "preset"), "--input", str(data),
+    run = runs["mixed"]["output"]
+    assert cli.main(["evaluate", "--preset", str(run / "preset"), "--input", str(runs["data"]),
                      "--batch-size", "4", "--output", str(tmp_path / "evaluated.json")]) == 0
-    run_metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())["dev"]
+    run_metrics = json.loads((run / "metrics.json").read_text())["dev"]
     evaluated = json.loads((tmp_path / "evaluated.json").read_text())
     for name in ("pearson", "spearman"):
         np.testing.assert_allclose(evaluated[name], run_metrics[name], rtol=1e-6, err_msg=name)
