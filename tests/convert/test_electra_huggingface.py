@@ -74,12 +74,9 @@ def test_encoder_matches_electra_model(tmp_path):
         np.testing.assert_allclose(_numpy(ours)[real], theirs.numpy()[real], atol=TOLERANCE)
 
 
+@pytest.mark.all_backends
 def test_generator_matches_transformers(tmp_path):
-    """ElectraForMaskedLM -> a masked-LM preset whose logits are transformers'.
-
-    TensorFlow only: the same BertPretrainer at the same GENERATOR sizes runs against transformers' generator on
-    every backend in test_pair_becomes_an_electra_pretrainer_preset (its generator's own preset); what this adds,
-    converting a lone generator, is file and config work without backend code."""
+    """ElectraForMaskedLM -> a masked-LM preset whose logits are transformers'."""
     reference = checkpoints.huggingface_model("ElectraForMaskedLM", **checkpoints.GENERATOR)
     source = checkpoints.save_huggingface(reference, tmp_path / "hf")
     preset = _convert(source, tmp_path / "preset")
