@@ -55,15 +55,42 @@ def _available(backend):
     return True
 
 
-def test_same_weights_same_outputs_on_every_backend(tmp_path, backend):
-    """Weights and a pretrainer preset written here (the suite's backend) give the same outputs on the others."""
+# `import keras_bert_app` and running an encoder must not import TensorFlow: checked in the JAX (else PyTorch)
+# process that runs FORWARD too (one process start less), before and after FORWARD's code.
+NO_TENSORFLOW = textwrap.dedent(
+    """
+    import sys
+    sys.modules["tensorflow"] = None  # any `import tensorflow` now raises ImportError
+    import numpy as np
+    import keras_bert_app as kba
+    encoder = kba.BertEncoder.from_preset("bert_tiny_uncased", load_weights=False)
+    ids = np.array([[101, 7592, 102, 0]], "int32")
+    out = encoder({"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": (ids > 0).astype("int32")})
+    assert out["pooled_output"].shape == (1, 128)
+    print("imported:", sorted(m for m, v in sys.modules.items() if v is not None and m.startswith(("tensorflow", "keras_hub"))))
+    """
+)
+NO_TENSORFLOW_AFTER = textwrap.dedent(
+    """
+    print("imported:", sorted(m for m, v in sys.modules.items() if v is not None and m.startswith(("tensorflow", "keras_hub"))))
+    """
+)
+
+
+def _no_tensorflow_backend():
+    return "jax" if _available("jax") else "torch"
+
+
+@pytest.fixture(scope="module")
+def cross_backend(tmp_path_factory, backend):
+    """Weights, a pretrainer preset and inputs written here (the suite's backend), FORWARD's outputs on each
+    backend (this one in process), and the stdout of the process that checked the model side without TensorFlow."""
     import keras
 
     import keras_bert_app as kba
 
+    tmp_path = tmp_path_factory.mktemp("backends")
     others = [b for b in BACKENDS if b != backend and _available(b)]
-    if not others:
-        pytest.skip(f"only {backend} installed")
     keras.utils.set_random_seed(7)
     encoder = kba.BertEncoder(vocabulary_size=120, num_layers=3, num_heads=4, hidden_dim=32,
                               intermediate_dim=64, max_sequence_length=40)
@@ -96,9 +123,23 @@ def test_same_weights_same_outputs_on_every_backend(tmp_path, backend):
     finally:
         sys.argv = saved_argv
     outputs[backend] = dict(np.load(tmp_path / f"{backend}.npz"))
+    no_tensorflow = None
     for other in others:
-        _run(other, FORWARD, weights, tmp_path / "inputs.npz", tmp_path / f"{other}.npz", tmp_path / "pretrainer_preset")
+        with_check = other == _no_tensorflow_backend()
+        code = NO_TENSORFLOW + FORWARD + NO_TENSORFLOW_AFTER if with_check else FORWARD
+        result = _run(other, code, weights, tmp_path / "inputs.npz", tmp_path / f"{other}.npz",
+                      tmp_path / "pretrainer_preset")
+        if with_check:
+            no_tensorflow = result.stdout
         outputs[other] = dict(np.load(tmp_path / f"{other}.npz"))
+    return backend, others, outputs, no_tensorflow
+
+
+def test_same_weights_same_outputs_on_every_backend(cross_backend):
+    """Weights and a pretrainer preset written here (the suite's backend) give the same outputs on the others."""
+    backend, others, outputs, _ = cross_backend
+    if not others:
+        pytest.skip(f"only {backend} installed")
     reference = outputs[backend]
     assert set(reference) == {
         "sequence_output", "pooled_output", "layer_0", "layer_1", "layer_2", "pretrainer_mlm", "pretrainer_nsp",
@@ -111,23 +152,13 @@ def test_same_weights_same_outputs_on_every_backend(tmp_path, backend):
             assert difference <= 1e-5 * scale, f"{other} {name}: max abs difference {difference}"
 
 
-def test_model_side_imports_without_tensorflow():
+def test_model_side_imports_without_tensorflow(cross_backend):
     """`import keras_bert_app` and running an encoder must not import TensorFlow."""
-    backend = "jax" if _available("jax") else "torch"
+    backend = _no_tensorflow_backend()
     if not _available(backend):
         pytest.skip("neither jax nor torch installed")
-    code = textwrap.dedent(
-        """
-        import sys
-        sys.modules["tensorflow"] = None  # any `import tensorflow` now raises ImportError
-        import numpy as np
-        import keras_bert_app as kba
-        encoder = kba.BertEncoder.from_preset("bert_tiny_uncased", load_weights=False)
-        ids = np.array([[101, 7592, 102, 0]], "int32")
-        out = encoder({"token_ids": ids, "segment_ids": np.zeros_like(ids), "padding_mask": (ids > 0).astype("int32")})
-        assert out["pooled_output"].shape == (1, 128)
-        print(sorted(m for m, v in sys.modules.items() if v is not None and m.startswith(("tensorflow", "keras_hub"))))
-        """
-    )
-    result = _run(backend, code)
-    assert result.stdout.strip().splitlines()[-1] == "[]"
+    stdout = cross_backend[3]
+    if stdout is None:  # the suite's own backend: no FORWARD process ran on it
+        stdout = _run(backend, NO_TENSORFLOW).stdout
+    imported = [line for line in stdout.splitlines() if line.startswith("imported: ")]
+    assert imported and all(line == "imported: []" for line in imported), stdout[-3000:]

@@ -116,7 +116,8 @@ def test_bad_arguments_fail_with_a_clear_message(tmp_path, capsys, extra, messag
 def test_fused_attention_option_reaches_our_encoder(tmp_path, capsys, monkeypatch):
     """`--fused-attention`: our forward pass goes through keras.ops.dot_product_attention (off: the smoke run)."""
     calls = _count_fused_attention_calls(monkeypatch)
-    status, output = _run(tmp_path, "--skip-hf", "--fused-attention")
+    # --peak-tflops: no CPU matmul measurement here (the smoke run measures it).
+    status, output = _run(tmp_path, "--skip-hf", "--fused-attention", "--peak-tflops", "1")
     assert status == 0, capsys.readouterr().out
     assert len(calls) >= presets.read_config("bert_tiny_uncased")["encoder"]["num_layers"]
     assert json.loads(output.read_text())["settings"]["fused_attention"] is True

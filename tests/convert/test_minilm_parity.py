@@ -33,26 +33,54 @@ def checkpoint():
     return encoder, reference, tokenizer
 
 
-@pytest.mark.parametrize("texts", [SINGLE, BATCH, PAIRS], ids=["single", "padded_batch", "pairs"])
-def test_outputs_match_transformers(checkpoint, texts):
+CASES = {"single": SINGLE, "padded_batch": BATCH, "pairs": PAIRS}
+
+
+@pytest.fixture(scope="module")
+def outputs(checkpoint):
+    """Each case tokenized as it is (padded to its longest row), the cases' rows then padded to one length and
+    run as ONE batch through both models (one trace/compile per model instead of one per case); each test checks
+    its rows. `(rows, inputs, ours, theirs)`."""
     encoder, reference, tokenizer = checkpoint
-    batch = tokenizer(*texts, padding=True, return_tensors="np") if isinstance(texts, tuple) else tokenizer(texts, padding=True, return_tensors="np")
+    batches = {
+        name: tokenizer(*texts, padding=True, return_tensors="np") if isinstance(texts, tuple)
+        else tokenizer(texts, padding=True, return_tensors="np")
+        for name, texts in CASES.items()
+    }
+    length = max(batch["input_ids"].shape[1] for batch in batches.values())
+    rows, start, columns = {}, 0, {"input_ids": [], "token_type_ids": [], "attention_mask": []}
+    for name, batch in batches.items():
+        count, pad = batch["input_ids"].shape[0], length - batch["input_ids"].shape[1]
+        rows[name] = slice(start, start + count)
+        start += count
+        for key in columns:  # [PAD] is id 0; padding positions have segment 0 and mask 0
+            columns[key].append(np.pad(batch[key], ((0, 0), (0, pad))))
+    batch = {key: np.concatenate(value) for key, value in columns.items()}
     inputs = {
         "token_ids": batch["input_ids"].astype("int32"),
         "segment_ids": batch["token_type_ids"].astype("int32"),
         "padding_mask": batch["attention_mask"].astype("int32"),
     }
-    outputs = keras.tree.map_structure(keras.ops.convert_to_numpy, encoder(inputs))
+    ours = keras.tree.map_structure(keras.ops.convert_to_numpy, encoder(inputs))
     with torch.no_grad():
-        expected = reference(
+        theirs = reference(
             input_ids=torch.from_numpy(batch["input_ids"]).long(),
             token_type_ids=torch.from_numpy(batch["token_type_ids"]).long(),
             attention_mask=torch.from_numpy(batch["attention_mask"]).long(),
             output_hidden_states=True,
         )
-    real = batch["attention_mask"].astype(bool)
-    np.testing.assert_allclose(np.asarray(outputs["sequence_output"])[real], expected.last_hidden_state.numpy()[real], atol=TOLERANCE)
-    np.testing.assert_allclose(np.asarray(outputs["pooled_output"]), expected.pooler_output.numpy(), atol=TOLERANCE)
-    assert len(outputs["encoder_outputs"]) == len(expected.hidden_states) - 1 == 6
-    for index, (ours, theirs) in enumerate(zip(outputs["encoder_outputs"], expected.hidden_states[1:])):
-        np.testing.assert_allclose(np.asarray(ours)[real], theirs.numpy()[real], atol=TOLERANCE, err_msg=f"layer {index}")
+    return rows, inputs, ours, theirs
+
+
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_outputs_match_transformers(outputs, case):
+    rows, inputs, ours, theirs = outputs
+    rows = rows[case]
+    real = inputs["padding_mask"][rows].astype(bool)
+    sequence = np.asarray(ours["sequence_output"])[rows]
+    np.testing.assert_allclose(sequence[real], theirs.last_hidden_state.numpy()[rows][real], atol=TOLERANCE)
+    np.testing.assert_allclose(np.asarray(ours["pooled_output"])[rows], theirs.pooler_output.numpy()[rows], atol=TOLERANCE)
+    assert len(ours["encoder_outputs"]) == len(theirs.hidden_states) - 1 == 6
+    for index, (layer, expected) in enumerate(zip(ours["encoder_outputs"], theirs.hidden_states[1:])):
+        np.testing.assert_allclose(np.asarray(layer)[rows][real], expected.numpy()[rows][real], atol=TOLERANCE,
+                                   err_msg=f"layer {index}")

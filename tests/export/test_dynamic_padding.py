@@ -1,4 +1,8 @@
-"""Length buckets in the exported SavedModel: the same outputs as a fixed-S export, the same shapes."""
+"""Length buckets in the exported SavedModel: the same outputs as a fixed-S export, the same shapes.
+
+The exports are served in this process (`tf.saved_model.load`): what is checked is the graph's bucketing, not the
+process (a clean TF + TF Text process serves bucketed exports in test_serving.py, test_serving_heads.py and
+test_heldout_heads.py)."""
 
 import json
 
@@ -11,7 +15,6 @@ from keras_bert_app.export.serving import WARMUP_FILE, export_for_serving
 from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
-from tests.export.clean_process import serve_in_clean_process
 
 SEQUENCE_LENGTH = 64
 BUCKETS = [8, 12, 16, 24, 32, 48, 64]
@@ -55,7 +58,7 @@ def _warmup_requests(target):
 
 @pytest.fixture(scope="module")
 def served(exports, preprocessor, tmp_path_factory):
-    """Short, medium and max-length requests (and the warmups) on both exports, in one TF-only process."""
+    """Short, medium and max-length requests (and the warmups) on both exports."""
     requests = {"short": SHORT, "medium": MEDIUM, "long": LONG}
     jobs, keys = [], []
     for kind, target in exports.items():
@@ -69,8 +72,20 @@ def served(exports, preprocessor, tmp_path_factory):
     for index, request in enumerate(_warmup_requests(exports["bucketed"])):
         jobs.append((exports["bucketed"], "serving_default", request))
         keys.append(("warmup", index))
-    results = serve_in_clean_process(jobs, tmp_path_factory.mktemp("served"))
-    return dict(zip(keys, results))
+    return dict(zip(keys, _serve_in_process(jobs)))
+
+
+def _serve_in_process(jobs):
+    """The outputs of each `(export_dir, signature, inputs)` job as NumPy arrays (strings sent as tf.string)."""
+    import tensorflow as tf
+
+    loaded, results = {}, []
+    for export_dir, signature, inputs in jobs:
+        if export_dir not in loaded:
+            loaded[export_dir] = tf.saved_model.load(str(export_dir)).signatures
+        inputs = {k: tf.constant(v, tf.string) if isinstance(v, list) else tf.constant(v) for k, v in inputs.items()}
+        results.append({k: v.numpy() for k, v in loaded[export_dir][signature](**inputs).items()})
+    return results
 
 
 @pytest.mark.parametrize("request_name", ["short", "medium", "long"])

@@ -16,7 +16,7 @@ from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
 from tests.conftest import REPO_ROOT
-from tests.export.clean_process import saved_model_cli, serve_in_clean_process as serve_jobs_in_clean_process
+from tests.export.clean_process_cli import serve_and_run_saved_model_cli
 
 SEQUENCE_LENGTH = 24
 TEXTS = [
@@ -85,29 +85,63 @@ PAIR_REQUEST = {"text_a": TEXTS[:4], "text_b": TEXTS[3:7]}
 
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory, preprocessor):
-    """A classifier, a sentence-pair regressor and a bare encoder, exported once for the module."""
+    """A classifier and a sentence-pair regressor, exported once for the module. (A bare encoder's export, the
+    features head: test_heldout_heads.py serves it bucketed and not in a clean process against transformers'
+    outputs of the same weights, and test_dynamic_padding.py checks its padding positions are 0.)"""
     folder = tmp_path_factory.mktemp("exports")
     keras.utils.set_random_seed(1)
     classifier = BertClassifier(_tiny_encoder(), num_classes=3)
     regressor = BertClassifier(_tiny_encoder(), num_classes=1)
-    encoder = _tiny_encoder()
     return {
         "classifier": (classifier, export_for_serving(classifier, folder / "export", preprocessor, label_names=LABELS)),
         "regressor": (regressor, export_for_serving(regressor, folder / "sts", preprocessor, text_pair=True)),
-        "encoder": (encoder, export_for_serving(encoder, folder / "features", preprocessor)),
     }
 
 
+def _warmup_requests(target):
+    """The inputs of each `PredictionLog` in the export's warmup file."""
+    import tensorflow as tf
+    from tensorflow_serving.apis import prediction_log_pb2
+
+    requests = []
+    for record in tf.data.TFRecordDataset(str(target / "assets.extra" / "tf_serving_warmup_requests")):
+        log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
+        requests.append({k: list(tf.make_ndarray(v)) for k, v in log.predict_log.request.inputs.items()})
+    return requests
+
+
+CLI_COMMANDS = lambda target: (  # noqa: E731
+    ["show", "--dir", target, "--all"],
+    ["run", "--dir", target, "--tag_set", "serve", "--signature_def", "serving_default",
+     "--input_exprs", "text=['a fine day', 'a bad day']"],
+)
+
+
 @pytest.fixture(scope="module")
-def served(exports, tmp_path_factory):
-    """Every request of this module, answered by one process that imports only TF + TF Text."""
-    jobs = [
-        (exports["classifier"][1], "serving_default", {"text": TEXTS}),
-        (exports["regressor"][1], "serving_default", PAIR_REQUEST),
-        (exports["encoder"][1], "serving_default", {"text": TEXTS}),
-    ]
-    classifier, regressor, encoder = serve_jobs_in_clean_process(jobs, tmp_path_factory.mktemp("served"))
-    return {"classifier": classifier, "regressor": regressor, "encoder": encoder}
+def served(exports, tmp_path_factory, preprocessor):
+    """Every request of this module (and the `saved_model_cli` commands), answered by one process that imports
+    only TF + TF Text for the requests."""
+    target = exports["classifier"][1]
+    features = preprocessor(["a fine day"])
+    requests = {
+        "classifier": (exports["classifier"][1], "serving_default", {"text": TEXTS}),
+        "regressor": (exports["regressor"][1], "serving_default", PAIR_REQUEST),
+        "empty": (target, "serving_default", {"text": []}),
+        "many": (target, "serving_default", {"text": ["some words here"] * 1000}),
+        "invalid_utf8": (target, "serving_default", {"text": [b"bad \xff\xfe bytes"]}),
+        "by_text": (target, "serving_default", {"text": ["a fine day"]}),
+        "by_ids": (target, "serve_token_ids",
+                   {k: keras.ops.convert_to_numpy(v).astype("int32") for k, v in features.items()}),
+    }
+    warmups = _warmup_requests(target)
+    for index, inputs in enumerate(warmups):
+        requests[f"warmup_{index}"] = (target, "serving_default", inputs)
+    results, cli_outputs = serve_and_run_saved_model_cli(
+        list(requests.values()), CLI_COMMANDS(target), tmp_path_factory.mktemp("served")
+    )
+    answers = dict(zip(requests, results))
+    answers["warmup_inputs"], answers["saved_model_cli"] = warmups, cli_outputs
+    return answers
 
 
 def test_classifier_export_matches_keras_in_a_clean_process(exports, served, preprocessor):
@@ -125,54 +159,35 @@ def test_classifier_export_matches_keras_in_a_clean_process(exports, served, pre
     assert next_version(target.parent) == 2
 
 
-def test_pair_regression_and_features(exports, served, preprocessor):
+def test_pair_regression(exports, served, preprocessor):
     regressor = exports["regressor"][0]
     expected = keras_outputs(regressor, preprocessor, (PAIR_REQUEST["text_a"], PAIR_REQUEST["text_b"]))[:, 0]
     np.testing.assert_allclose(served["regressor"]["score"], expected, atol=1e-5)
 
-    encoder = exports["encoder"][0]
-    expected = keras_outputs(encoder, preprocessor, TEXTS)
-    np.testing.assert_allclose(served["encoder"]["pooled_output"], expected["pooled_output"], atol=1e-5)
-    # Real positions as the model computes them; padding positions 0 (the export runs at the batch's bucket length).
-    real = keras.ops.convert_to_numpy(preprocessor(TEXTS)["padding_mask"]).astype(bool)
-    np.testing.assert_allclose(served["encoder"]["sequence_output"][real], expected["sequence_output"][real], atol=1e-5)
-    assert not served["encoder"]["sequence_output"][~real].any()
 
-
-def test_signatures_cli_warmup_and_edge_batches(exports, preprocessor):
-    import tensorflow as tf
-    from tensorflow_serving.apis import prediction_log_pb2
-
-    target = exports["classifier"][1]
+def test_signatures_cli_warmup_and_edge_batches(served):
     num_classes = len(LABELS)
-    shown, ran = saved_model_cli(
-        ["show", "--dir", target, "--all"],
-        ["run", "--dir", target, "--tag_set", "serve", "--signature_def", "serving_default",
-         "--input_exprs", "text=['a fine day', 'a bad day']"],
-    )
+    shown, ran = served["saved_model_cli"]
     for expected in ("signature_def['serving_default']", "signature_def['serve_token_ids']", "dtype: DT_STRING",
                      f"shape: (-1, {SEQUENCE_LENGTH})", "outputs['probabilities']", "outputs['label']"):
         assert expected in shown, expected
     assert "probabilities" in ran
 
-    serving = tf.saved_model.load(str(target)).signatures["serving_default"]
+    # (Served in the clean process: the warmup file's requests, an empty batch, 1000 texts, invalid UTF-8 and
+    # the token-ids signature.)
     requests = 0
-    for record in tf.data.TFRecordDataset(str(target / "assets.extra" / "tf_serving_warmup_requests")):
-        log = prediction_log_pb2.PredictionLog.FromString(record.numpy())
-        inputs = {k: tf.make_ndarray(v) for k, v in log.predict_log.request.inputs.items()}
-        outputs = serving(**{k: tf.constant(v) for k, v in inputs.items()})
+    for index, inputs in enumerate(served["warmup_inputs"]):
+        outputs = served[f"warmup_{index}"]
+        assert not isinstance(outputs, str), outputs
         assert outputs["probabilities"].shape == (len(inputs["text"]), num_classes)
         requests += 1
     assert requests >= 2
-    assert serving(text=tf.constant([], tf.string))["probabilities"].shape == (0, num_classes)
-    many = serving(text=tf.constant(["some words here"] * 1000))["probabilities"].numpy()
+    assert served["empty"]["probabilities"].shape == (0, num_classes)
+    many = served["many"]["probabilities"]
     assert many.shape == (1000, num_classes) and np.allclose(many, many[0], atol=1e-5)
     # Invalid UTF-8 reaches the graph as bytes: no crash.
-    assert serving(text=tf.constant([b"bad \xff\xfe bytes"]))["label_id"].shape == (1,)
-    by_ids = tf.saved_model.load(str(target)).signatures["serve_token_ids"]
-    features = preprocessor(["a fine day"])
-    out = by_ids(**{k: tf.cast(v, tf.int32) for k, v in features.items()})
-    np.testing.assert_allclose(out["probabilities"].numpy(), serving(text=tf.constant(["a fine day"]))["probabilities"].numpy(), atol=1e-6)
+    assert served["invalid_utf8"]["label_id"].shape == (1,)
+    np.testing.assert_allclose(served["by_ids"]["probabilities"], served["by_text"]["probabilities"], atol=1e-6)
 
 
 def test_vocabulary_mismatch_is_refused(tmp_path, preprocessor):

@@ -18,7 +18,7 @@ from keras_bert_app.models.bert_pretrainer import BertPretrainer
 from keras_bert_app.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert_app.models.bert_token_classifier import BertTokenClassifier
 from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
-from tests.export.clean_process import saved_model_cli, serve_in_clean_process
+from tests.export.clean_process_cli import serve_and_run_saved_model_cli
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -113,8 +113,24 @@ def served(exports, tmp_path_factory, hf):
         for index, inputs in enumerate(_warmup_requests(target)):
             requests[f"warmup_{name}_{index}"] = (target, inputs)
     jobs = [(job[0], "serving_default", job[1]) if len(job) == 2 else job for job in requests.values()]
-    results = serve_in_clean_process(jobs, tmp_path_factory.mktemp("clean"))
-    return dict(zip(requests, results))
+    results, cli_outputs = serve_and_run_saved_model_cli(jobs, CLI_COMMANDS(exports), tmp_path_factory.mktemp("clean"))
+    return {**dict(zip(requests, results)), "saved_model_cli": cli_outputs}
+
+
+CLI_EXPECTED = {
+    "qa": ("inputs['question']", "inputs['context']", "outputs['answer_text']", "outputs['answer_start']"),
+    "tagger": ("inputs['text']", "outputs['word_tags']", "outputs['token_start']"),
+    "mlm": ("inputs['text']", "outputs['top_k_tokens']", "outputs['mask_positions']"),
+}
+
+
+def CLI_COMMANDS(exports):  # noqa: N802
+    """`saved_model_cli show` of each head, and `run` of a question (in the clean process, after the requests)."""
+    return (
+        *(["show", "--dir", exports[name][1], "--all"] for name in CLI_EXPECTED),
+        ["run", "--dir", exports["qa"][1], "--tag_set", "serve", "--signature_def", "serving_default",
+         "--input_exprs", "question=['Who wrote it?'];context=['It was written by Jacob Devlin.']"],
+    )
 
 
 def _warmup_requests(target):
@@ -327,18 +343,9 @@ def test_refusals(exports):
         export_for_serving(exports["tagger"][0], "/nonexistent", preprocessor, label_names=["O", "X"])
 
 
-def test_saved_model_cli_shows_each_head_and_runs_a_question(exports):
-    expected = {
-        "qa": ("inputs['question']", "inputs['context']", "outputs['answer_text']", "outputs['answer_start']"),
-        "tagger": ("inputs['text']", "outputs['word_tags']", "outputs['token_start']"),
-        "mlm": ("inputs['text']", "outputs['top_k_tokens']", "outputs['mask_positions']"),
-    }
-    *shown, ran = saved_model_cli(
-        *(["show", "--dir", exports[name][1], "--all"] for name in expected),
-        ["run", "--dir", exports["qa"][1], "--tag_set", "serve", "--signature_def", "serving_default",
-         "--input_exprs", "question=['Who wrote it?'];context=['It was written by Jacob Devlin.']"],
-    )
-    for (name, names), output in zip(expected.items(), shown):
+def test_saved_model_cli_shows_each_head_and_runs_a_question(served):
+    *shown, ran = served["saved_model_cli"]
+    for (name, names), output in zip(CLI_EXPECTED.items(), shown):
         for text in ("signature_def['serving_default']", "signature_def['serve_token_ids']", "dtype: DT_STRING",
                      f"shape: (-1, {SEQUENCE_LENGTH})", *names):
             assert text in output, (name, text)

@@ -2,8 +2,10 @@
 
 A classifier exported with either setting gives, on text that holds a literal
 `[SEP]`, the probabilities of the Keras model fed by a preprocessor with the
-same setting (served in a clean TF + TF Text process). The masked-LM head
-always serves with the option on (its requests hold literal `[MASK]`s).
+same setting (served in this process: the setting is what is checked here;
+clean TF + TF Text processes serve exports with the option on, the masked-LM
+head's, in test_serving_heads.py, and off in test_serving.py). The masked-LM
+head always serves with the option on (its requests hold literal `[MASK]`s).
 """
 
 import json
@@ -17,7 +19,6 @@ from keras_bert_app.models.bert_classifier import BertClassifier
 from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
-from tests.export.clean_process import serve_in_clean_process
 
 SEQUENCE_LENGTH = 16
 TEXTS = ["good movie [SEP] bad movie", "good movie bad movie", "[CLS][MASK] x", ""]
@@ -59,13 +60,24 @@ def test_exported_classifier_follows_the_setting(tmp_path):
         metadata = json.loads((target / "assets.extra" / "keras_bert_app.json").read_text())
         assert metadata["special_tokens_in_strings"] is setting and metadata["lowercase"] is True
         jobs.append((target, "serving_default", {"text": TEXTS}))
-    served = serve_in_clean_process(jobs, tmp_path)
+    served = _serve_in_process(jobs)
     for setting, outputs in zip((False, True), served):
         np.testing.assert_allclose(outputs["probabilities"], expected[setting], atol=1e-5)
         # ... and not the other setting's, on the lines with literals (10x the tolerance apart).
         for row in (0, 2):
             assert np.abs(outputs["probabilities"][row] - expected[not setting][row]).max() > 1e-4, (setting, row)
     np.testing.assert_allclose(expected[False][1], expected[True][1], atol=1e-6)
+
+
+def _serve_in_process(jobs):
+    """The outputs of each `(export_dir, signature, inputs)` job as NumPy arrays (strings sent as tf.string)."""
+    import tensorflow as tf
+
+    results = []
+    for export_dir, signature, inputs in jobs:
+        serving = tf.saved_model.load(str(export_dir)).signatures[signature]
+        results.append({k: v.numpy() for k, v in serving(**{k: tf.constant(v, tf.string) for k, v in inputs.items()}).items()})
+    return results
 
 
 def test_masked_lm_head_matches_literal_masks_through_the_tokenizer_option():
