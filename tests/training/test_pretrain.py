@@ -124,11 +124,16 @@ def _final_weights(run_dir):
     return values
 
 
+# The module's 8-step run trains with dropout, so that one interrupted run checks both what a resumed run reads
+# (its batches) and what it draws (its dropout masks).
+DROPOUT = ("--dropout", "0.3")
+
+
 @pytest.fixture(scope="module")
 def uninterrupted_run(tiny_run_inputs, tmp_path_factory):
     preset, data = tiny_run_inputs
     run_dir = tmp_path_factory.mktemp("uninterrupted") / "run"
-    code, log = _in_process(_command(preset, data, run_dir))
+    code, log = _in_process(_command(preset, data, run_dir, extra=DROPOUT))
     assert code == 0, log[-3000:]
     return run_dir, log
 
@@ -158,7 +163,7 @@ def test_kill_9_mid_run_then_rerun_ends_like_an_uninterrupted_run(tiny_run_input
 
     preset, data = tiny_run_inputs
     run_dir = tmp_path / "run"
-    process = _run_cli(_command(preset, data, run_dir))
+    process = _run_cli(_command(preset, data, run_dir, extra=DROPOUT))
     deadline = time.time() + 900
     while time.time() < deadline and not list_checkpoints(run_dir / "checkpoints"):
         time.sleep(0.2)
@@ -168,7 +173,7 @@ def test_kill_9_mid_run_then_rerun_ends_like_an_uninterrupted_run(tiny_run_input
     killed_at = list_checkpoints(run_dir / "checkpoints")[-1][0]
     assert killed_at < 8
 
-    code, log = _finish(_run_cli(_command(preset, data, run_dir)))
+    code, log = _finish(_run_cli(_command(preset, data, run_dir, extra=DROPOUT)))
     assert code == 0, log[-3000:]
     assert f"Resumed from step {killed_at} of 8" in log
     assert list_checkpoints(run_dir / "checkpoints")[-1][0] == 8
@@ -183,9 +188,13 @@ def test_kill_9_mid_run_then_rerun_ends_like_an_uninterrupted_run(tiny_run_input
 def test_ctrl_c_after_a_checkpoint_then_rerun_ends_like_an_uninterrupted_run(
     tiny_run_inputs, uninterrupted_run, tmp_path, monkeypatch
 ):
-    """The resumed run reads the uninterrupted one's batches from its step on (JAX and PyTorch used not to)."""
+    """The resumed run reads the uninterrupted one's batches from its step on (JAX and PyTorch used not to), and
+    dropout's seed state goes into each checkpoint: resumed, the run does not draw its first steps' masks again
+    (both runs train with dropout 0.3)."""
     from keras_bert_app.training import checkpointing
 
+    assert sorted(p.name for p in (uninterrupted_run[0] / "checkpoints").iterdir()) == [
+        "step-00000006.seeds.npz", "step-00000006.weights.h5", "step-00000008.seeds.npz", "step-00000008.weights.h5"]
     save = checkpointing.ResumableCheckpoint.on_epoch_end
 
     def save_then_ctrl_c(self, epoch, logs=None):
@@ -196,10 +205,10 @@ def test_ctrl_c_after_a_checkpoint_then_rerun_ends_like_an_uninterrupted_run(
     preset, data = tiny_run_inputs
     run_dir = tmp_path / "run"
     monkeypatch.setattr(checkpointing.ResumableCheckpoint, "on_epoch_end", save_then_ctrl_c)
-    code, log = _in_process(_command(preset, data, run_dir))
+    code, log = _in_process(_command(preset, data, run_dir, extra=DROPOUT))
     assert code == 130 and "interrupted" in log, log[-2000:]
     monkeypatch.undo()
-    code, log = _in_process(_command(preset, data, run_dir))
+    code, log = _in_process(_command(preset, data, run_dir, extra=DROPOUT))
     assert code == 0 and "Resumed from step 4 of 8" in log, log[-2000:]
     expected, got = _final_weights(uninterrupted_run[0]), _final_weights(run_dir)
     for name in expected:
@@ -208,7 +217,7 @@ def test_ctrl_c_after_a_checkpoint_then_rerun_ends_like_an_uninterrupted_run(
 
 def test_rerun_of_a_finished_run_says_so(tiny_run_inputs, uninterrupted_run):
     preset, data = tiny_run_inputs
-    code, log = _in_process(_command(preset, data, uninterrupted_run[0]))
+    code, log = _in_process(_command(preset, data, uninterrupted_run[0], extra=DROPOUT))
     assert code == 0 and "already finished" in log
 
 
@@ -224,7 +233,7 @@ def test_bad_input_gives_one_clear_error_and_keeps_the_previous_run(tiny_run_inp
     before = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
     cases = {
         "no file matches": _command(preset, tmp_path / "nothing*.tfrecord", tmp_path / "a"),
-        "another configuration": _command(preset, data, run_dir, extra=("--learning-rate", "5e-4")),
+        "another configuration": _command(preset, data, run_dir, extra=(*DROPOUT, "--learning-rate", "5e-4")),
         "not a pretraining run folder": _command(preset, data, tmp_path / "occupied"),
         "no model.weights.h5": _command(tmp_path / "empty_preset", data, tmp_path / "b"),
         "must divide steps": _command(preset, data, tmp_path / "c", steps=7),
@@ -252,7 +261,27 @@ def test_records_with_other_features_or_lengths_are_clear_errors(tiny_run_inputs
     assert "max_seq_length is 32 but the records" in capsys.readouterr().err
 
 
-def test_unigram_output_bias_init_matches_the_records_target_frequencies(tiny_run_inputs, tmp_path):
+@pytest.fixture(scope="module")
+def bias_and_dropout_run(tiny_run_inputs, tmp_path_factory):
+    """One 2-step run serving two tests: `--output-bias-init unigram` at a rate of 1e-12 (the bias stays where it
+    started) and `--dropout 0` from a copy of the tiny preset whose config says dropout 0.25."""
+    import shutil
+
+    from keras_bert_app import presets
+
+    source, data = tiny_run_inputs
+    root = tmp_path_factory.mktemp("bias_and_dropout")
+    preset = root / "preset_with_dropout"
+    shutil.copytree(source, preset)
+    presets.write_config_entry(preset, "encoder", {**presets.read_config(preset)["encoder"], "dropout": 0.25})
+    argv = _command(preset, data, root / "run", steps=2,
+                    extra=("--output-bias-init", "unigram", "--learning-rate", "1e-12", "--dropout", "0"))
+    code, log = _in_process(argv)
+    assert code == 0, log[-3000:]
+    return preset, root / "run", log
+
+
+def test_unigram_output_bias_init_matches_the_records_target_frequencies(tiny_run_inputs, bias_and_dropout_run):
     """The bias starts at the log frequencies of the masked targets, read here straight from the records."""
     import tensorflow as tf
     from keras import ops
@@ -260,10 +289,8 @@ def test_unigram_output_bias_init_matches_the_records_target_frequencies(tiny_ru
     from keras_bert_app.models.bert_pretrainer import BertPretrainer
     from keras_bert_app.training.output_bias import SMOOTHING
 
-    preset, data = tiny_run_inputs
-    argv = _command(preset, data, tmp_path / "run", steps=2, extra=("--output-bias-init", "unigram", "--learning-rate", "1e-12"))
-    code, log = _in_process(argv)
-    assert code == 0, log[-3000:]
+    _, data = tiny_run_inputs
+    _, run_dir, log = bias_and_dropout_run
     counts = np.zeros(VOCABULARY_SIZE)
     for raw in tf.data.TFRecordDataset(str(data)):
         feature = tf.train.Example.FromString(raw.numpy()).features.feature
@@ -272,29 +299,22 @@ def test_unigram_output_bias_init_matches_the_records_target_frequencies(tiny_ru
         np.add.at(counts, ids[weights > 0], 1)
     assert f"log frequencies of {int(counts.sum())} masked tokens" in log.replace(",", "")
     expected = np.log((counts + SMOOTHING) / (counts + SMOOTHING).sum())
-    bias = ops.convert_to_numpy(BertPretrainer.from_preset(tmp_path / "run" / "preset").masked_lm_head.output_bias)
+    bias = ops.convert_to_numpy(BertPretrainer.from_preset(run_dir / "preset").masked_lm_head.output_bias)
     np.testing.assert_allclose(bias, expected - expected.mean(), atol=1e-5)
 
 
-def test_dropout_option_sets_the_runs_rate_and_the_preset_keeps_its_own(tiny_run_inputs, tmp_path):
+def test_dropout_option_sets_the_runs_rate_and_the_preset_keeps_its_own(tiny_run_inputs, bias_and_dropout_run, tmp_path):
     """`--dropout 0` pretrains without dropout; the written preset keeps the starting preset's rate."""
-    import shutil
-
     import keras
 
     from keras_bert_app import errors, presets
     from keras_bert_app.convert import resolve
     from keras_bert_app.training import pretrain
 
-    source, data = tiny_run_inputs
-    preset = tmp_path / "preset_with_dropout"
-    shutil.copytree(source, preset)
-    presets.write_config_entry(preset, "encoder", {**presets.read_config(preset)["encoder"], "dropout": 0.25})
-    argv = _command(preset, data, tmp_path / "run", steps=2, extra=("--dropout", "0"))
-    code, log = _in_process(argv)
-    assert code == 0, log[-3000:]
-    assert json.loads((tmp_path / "run" / "run_config.json").read_text())["dropout"] == 0.0
-    assert presets.read_config(tmp_path / "run" / "preset")["encoder"]["dropout"] == 0.25
+    _, data = tiny_run_inputs
+    preset, run_dir, _ = bias_and_dropout_run
+    assert json.loads((run_dir / "run_config.json").read_text())["dropout"] == 0.0
+    assert presets.read_config(run_dir / "preset")["encoder"]["dropout"] == 0.25
 
     resolved = resolve.resolve_preset(preset)
     for dropout, rate in ((0.0, 0.0), (None, 0.25)):
@@ -400,32 +420,3 @@ def test_readme_command_lines(tiny_run_inputs, tmp_path, monkeypatch, capsys):
     assert cli.main(tpu.split()) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and ("No TPU found" in error or "KERAS_BACKEND=tensorflow" in error), error
-
-
-@pytest.mark.all_backends
-def test_a_run_with_dropout_resumes_with_the_masks_it_would_have_drawn(tiny_run_inputs, tmp_path, monkeypatch):
-    """Dropout's seed state goes into each checkpoint: resumed, the run does not draw its first steps' masks again."""
-    from keras_bert_app.training import checkpointing
-
-    preset, data = tiny_run_inputs
-    dropout = ("--dropout", "0.3")
-    code, log = _in_process(_command(preset, data, tmp_path / "whole", extra=dropout))
-    assert code == 0, log[-2000:]
-    assert sorted(p.name for p in (tmp_path / "whole" / "checkpoints").iterdir()) == [
-        "step-00000006.seeds.npz", "step-00000006.weights.h5", "step-00000008.seeds.npz", "step-00000008.weights.h5"]
-    save = checkpointing.ResumableCheckpoint.on_epoch_end
-
-    def save_then_ctrl_c(self, epoch, logs=None):
-        save(self, epoch, logs)
-        if (epoch + 1) * self.steps_per_epoch == 4:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(checkpointing.ResumableCheckpoint, "on_epoch_end", save_then_ctrl_c)
-    code, log = _in_process(_command(preset, data, tmp_path / "run", extra=dropout))
-    assert code == 130, log[-2000:]
-    monkeypatch.undo()
-    code, log = _in_process(_command(preset, data, tmp_path / "run", extra=dropout))
-    assert code == 0 and "Resumed from step 4 of 8" in log, log[-2000:]
-    expected, got = _final_weights(tmp_path / "whole"), _final_weights(tmp_path / "run")
-    for name in expected:
-        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)

@@ -15,6 +15,7 @@ from tests.training.test_pretrain import (
     TINY_ENCODER,
     _final_weights,
     _finish,
+    _in_process,
     _run_cli,
     _write_records,
 )
@@ -61,7 +62,8 @@ def _electra_command(preset, data, output, steps=8, extra=()):
 def electra_run(electra_inputs, tmp_path_factory):
     preset, data, _ = electra_inputs
     run_dir = tmp_path_factory.mktemp("electra_uninterrupted") / "run"
-    code, log = _finish(_run_cli(_electra_command(preset, data, run_dir)))
+    # In this process (no second TensorFlow start-up): the kill -9 tests resume a killed process's run to it.
+    code, log = _in_process(_electra_command(preset, data, run_dir))
     assert code == 0, log[-3000:]
     return run_dir, log
 
@@ -98,7 +100,7 @@ def test_default_learning_rate_scales_with_the_global_batch(electra_inputs, tmp_
     preset, data, _ = electra_inputs
     command = _electra_command(preset, data, tmp_path / "run", steps=2)
     del command[command.index("--learning-rate"):command.index("--learning-rate") + 2]
-    code, log = _finish(_run_cli(command + ["--accumulation-steps", "2"]))
+    code, log = _in_process(command + ["--accumulation-steps", "2"])
     assert code == 0, log[-3000:]
     assert json.loads((tmp_path / "run" / "run_config.json").read_text())["learning_rate"] == pytest.approx(6.25e-5)
     assert "global batch 8; peak learning rate 6.25e-05." in log
@@ -303,8 +305,6 @@ def test_reference_recipe_from_a_corpus_then_finetuned_with_electras_recipe(elec
 
 
 def test_electra_recipe_bad_input_one_line_each(electra_inputs, tmp_path):
-    from tests.training.test_pretrain import _in_process
-
     preset, _, corpus = electra_inputs
     common = ["pretrain", "--corpus", str(corpus), "--output", str(tmp_path / "run"), "--steps", "2"]
     cases = [
@@ -327,8 +327,6 @@ def test_default_recipe_keeps_the_discriminator_auc_above_0_7_after_500_steps(tm
     """`pretrain --objective electra --corpus enwiki_sample.txt` with the default recipe (rate 5e-4 scaled to batch
     32, the reference's warmup share, plain segments masked at every step, zero output bias): the AUC of every
     100-step segment after the first 500 steps is at least 0.70. About 10 minutes on 2 idle cores."""
-    from tests.training.test_pretrain import _in_process
-
     run_dir = tmp_path / "run"
     code, output = _in_process([
         "pretrain", "--objective", "electra", "--preset", "bert_tiny_uncased", "--corpus",
