@@ -25,8 +25,12 @@ and run each a few times, so LLVM's optimizations cost more than they save
 tolerances; benchmarks and real runs keep XLA's defaults. JAX also keeps the
 programs it compiles in a persistent compilation cache for the run (a
 temporary folder, unless JAX_COMPILATION_CACHE_DIR is set): tests that build
-the same tiny models compile each program once (JAX model tests: 7% fewer CPU
-seconds).
+the same tiny models compile each program once.
+
+Each test process gets the cores divided by the processes running at once
+as its thread count (TensorFlow's intra-op pool, PyTorch's OpenMP, XLA's CPU
+pool; 1 on 2 cores with 4 processes), unless TF_NUM_INTRAOP_THREADS is set:
+more threads than cores would only spin and switch.
 """
 
 import argparse
@@ -42,6 +46,7 @@ import time
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 FAST_XLA_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+ONE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 COUNT = re.compile(r"(\d+) (passed|failed|skipped|deselected|error|errors)")
 
 
@@ -58,13 +63,19 @@ def main(argv=None):
             print(f"== {backend}: not installed, skipped")
         else:
             backends.append(backend)
-    runs = []
+    runs, at_once = [], 0
     for backend in backends:
         # All at once, TensorFlow (the whole suite) gets --workers processes, the others half as
         # many: the cores stay busy to the end, where one backend after the other leaves them
         # half idle while a backend's last test files finish.
         workers = args.workers if args.sequential or backend == "tensorflow" else max(1, args.workers // 2)
         runs.append((backend, _command(backend, workers, pytest_args)))
+        at_once = workers if args.sequential else at_once + workers
+    threads = max(1, (os.cpu_count() or 1) // max(1, at_once))
+    if "TF_NUM_INTRAOP_THREADS" not in os.environ:
+        os.environ.update(TF_NUM_INTRAOP_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
+        if threads == 1 and "XLA_FLAGS" not in os.environ:
+            os.environ["XLA_FLAGS"] = FAST_XLA_COMPILE + " " + ONE_THREAD_XLA
     with tempfile.TemporaryDirectory(prefix="jax_compilation_cache_") as cache:
         os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", cache)
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")  # tiny programs too
