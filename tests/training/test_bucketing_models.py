@@ -44,7 +44,7 @@ def test_token_classification_logits_and_training(preset, tmp_path):
     task.learn_labels(examples)
     split = task.featurize("dev", examples)
     model = task.build_model(preset)
-    model.compile(learning_rate=1e-3, jit_compile=False)
+    model.compile(learning_rate=1e-3)
     # Trained on the short sentences only: one batch length, one compilation of the train step on JAX
     # (each bucket length is one more, seconds each).
     short = task.featurize("train", dataclasses.replace(examples, words=examples.words[::2], tags=examples.tags[::2],
@@ -69,7 +69,7 @@ def test_question_answering_window_logits(preset, tmp_path):
     task = QuestionAnswering(version="1.1", doc_stride=16, max_query_length=8).prepare(preset, SEQUENCE_LENGTH)
     split = task.featurize("dev", task.read(path))
     model = task.build_model(preset)
-    model.compile(jit_compile=False)
+    model.compile()
     (bucketed_start, bucketed_end), (fixed_start, fixed_end) = _logits_both_ways(task, model, split)
     assert bucketed_start.shape == fixed_start.shape == (len(split.features), SEQUENCE_LENGTH)
     real = split.features.inputs["padding_mask"].astype(bool)
