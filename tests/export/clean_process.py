@@ -1,5 +1,9 @@
-"""Run serving requests in a fresh interpreter that imports only tensorflow and tensorflow_text."""
+"""Serving requests, then `saved_model_cli` commands, in ONE fresh interpreter (each process costs a TensorFlow
+import). The requests run in a process that imports only tensorflow and tensorflow_text (the modules are
+recorded before `saved_model_cli` runs); each command then goes through `saved_model_cli`'s own entry point with
+the TF Text ops registered, as TF Serving links them."""
 
+import json
 import os
 import pickle
 import subprocess
@@ -8,13 +12,12 @@ import textwrap
 
 import numpy as np
 
-# Each job: (export dir, signature, {input name: list}); each result: {output: array} or an error line.
 RUNNER = textwrap.dedent(
     """
-    import pickle, sys
+    import json, pickle, sys
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
-    jobs_file, results_file = sys.argv[1:3]
+    jobs_file, results_file, commands = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     jobs = pickle.load(open(jobs_file, "rb"))
     loaded, results = {}, []
     for export_dir, signature, inputs in jobs:
@@ -28,15 +31,22 @@ RUNNER = textwrap.dedent(
             results.append("InvalidArgument: " + error.message)
     modules = sorted(m for m, v in sys.modules.items() if v is not None and m.split(".")[0] in ("keras_bert_app", "keras_hub"))
     pickle.dump({"results": results, "modules": modules}, open(results_file, "wb"))
+    from tensorflow.python.tools import saved_model_cli
+    for command in commands:
+        sys.argv = ["saved_model_cli", *command]
+        print("=== saved_model_cli " + command[0], flush=True)
+        try:
+            saved_model_cli.main()
+        except SystemExit as exit_:
+            if exit_.code:
+                raise
     """
 )
 
 
-def serve_in_clean_process(jobs, folder):
-    """The outputs of each `(export_dir, signature, inputs)` job, run in a fresh process.
-
-    Inputs are lists of str/bytes (sent as tf.string) or NumPy arrays.
-    """
+def serve_and_run_saved_model_cli(jobs, commands, folder):
+    """`(results, outputs)`: the outputs of each `(export_dir, signature, inputs)` job (`{output: array}` or an
+    error line) and the stdout of each `saved_model_cli` command (a list of its arguments), in order."""
     jobs_file, results_file = folder / "jobs.pkl", folder / "results.pkl"
 
     def encode(values):
@@ -50,44 +60,20 @@ def serve_in_clean_process(jobs, folder):
     ]
     jobs_file.write_bytes(pickle.dumps(encoded))
     result = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(jobs_file), str(results_file)],
+        [sys.executable, "-c", RUNNER, str(jobs_file), str(results_file),
+         json.dumps([[str(part) for part in command] for command in commands])],
         capture_output=True, text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     answer = pickle.loads(results_file.read_bytes())
     # (tensorflow_text itself may pull in keras; our package must not be needed.)
     assert answer["modules"] == []
-    return answer["results"]
-
-
-# `saved_model_cli`'s own entry point, run once per command in ONE fresh process (each process
-# costs a TensorFlow import), with the TF Text ops registered first, as TF Serving links them.
-SAVED_MODEL_CLI = textwrap.dedent(
-    """
-    import json, sys
-    import tensorflow_text  # noqa: F401
-    from tensorflow.python.tools import saved_model_cli
-    for command in json.loads(sys.argv[1]):
-        sys.argv = ["saved_model_cli", *command]
-        print("=== saved_model_cli " + command[0], flush=True)
-        try:
-            saved_model_cli.main()
-        except SystemExit as exit_:
-            if exit_.code:
-                raise
-    """
-)
-
-
-def saved_model_cli(*commands):
-    """The stdout of each `saved_model_cli` command (a list of its arguments), in order."""
-    import json
-
-    result = subprocess.run(
-        [sys.executable, "-c", SAVED_MODEL_CLI, json.dumps([[str(part) for part in command] for command in commands])],
-        capture_output=True, text=True, timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
     outputs = result.stdout.split("=== saved_model_cli ")[1:]
     assert len(outputs) == len(commands), result.stdout[-3000:]
-    return outputs
+    return answer["results"], outputs
+
+
+def serve_in_clean_process(jobs, folder):
+    """The outputs of each `(export_dir, signature, inputs)` job (inputs: lists of str/bytes, sent as tf.string, or
+    NumPy arrays), run in a fresh process."""
+    return serve_and_run_saved_model_cli(jobs, [], folder)[0]

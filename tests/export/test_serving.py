@@ -16,7 +16,7 @@ from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
 from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
 from tests.conftest import REPO_ROOT
-from tests.export.clean_process_cli import serve_and_run_saved_model_cli
+from tests.export.clean_process import serve_and_run_saved_model_cli
 
 SEQUENCE_LENGTH = 24
 TEXTS = [

@@ -18,7 +18,7 @@ from keras_bert_app.models.bert_pretrainer import BertPretrainer
 from keras_bert_app.models.bert_question_answerer import BertQuestionAnswerer
 from keras_bert_app.models.bert_token_classifier import BertTokenClassifier
 from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
-from tests.export.clean_process_cli import serve_and_run_saved_model_cli
+from tests.export.clean_process import serve_and_run_saved_model_cli
 
 tokenizers = pytest.importorskip("tokenizers")
 
