@@ -112,10 +112,10 @@ def _pipeline_rate(args, objective, source):
     import dataclasses
 
     from keras_bert_app.convert import resolve
-    from keras_bert_app.training import pretrain as pretrain_module
+    from keras_bert_app.training.pretrain_settings import checked_settings
     from keras_bert_app.training.pretraining_inputs import data_shape, pretraining_batches
 
-    settings = pretrain_module._checked_settings(
+    settings = checked_settings(
         preset=args.preset, output=pathlib.Path(tempfile.gettempdir()) / "unused", steps=100, learning_rate=None,
         warmup_steps=None, optimizer="adamw", weight_decay=0.01, accumulation_steps=1, strategy="auto", tpu=None,
         mixed_precision=False, jit_compile=True, next_sentence_prediction=True, checkpoint_every=None,

@@ -1,5 +1,7 @@
 """BERT's optimizer: AdamW (or LAMB) with warmup + linear decay and clipping."""
 
+import math
+
 import keras
 from keras import ops
 
@@ -9,6 +11,9 @@ from keras_bert_app.models.schedules import WarmupLinearDecay
 # LayerNorm (gamma, beta) and bias variables get no weight decay, as in BERT.
 NO_DECAY_NAMES = ("gamma", "beta", "bias")
 OPTIMIZER_NAMES = ("adamw", "lamb")
+# `BertAdamW(fused_update="auto")` compiles its TensorFlow update with XLA from this many weights: compiling costs
+# seconds once, and saves a dozen passes over the weights at every step, which matters only for large models.
+FUSED_UPDATE_MIN_PARAMETERS = 2**20
 
 
 def create_optimizer(
@@ -132,6 +137,12 @@ class BertAdamW(keras.optimizers.AdamW):
             of these get no weight decay.
         learning_rate_multipliers: dict `{variable.path: factor}`; other
             variables learn at the full rate.
+        fused_update: "auto", True or False. On TensorFlow, in a step not
+            compiled with XLA and outside a `tf.distribute` strategy, compile
+            the update of all the variables with XLA, so that its element-wise
+            ops fuse into a few passes over the weights. The compile costs
+            seconds once, so "auto" fuses from `FUSED_UPDATE_MIN_PARAMETERS`
+            weights. The same update either way, up to rounding.
         **kwargs: `keras.optimizers.AdamW` arguments (`beta_1`, `beta_2`,
             `epsilon`, `global_clipnorm`, `gradient_accumulation_steps`, ...).
 
@@ -141,7 +152,9 @@ class BertAdamW(keras.optimizers.AdamW):
     """
 
     def __init__(self, learning_rate=0.001, weight_decay=0.01, no_decay_names=NO_DECAY_NAMES,
-                 learning_rate_multipliers=None, **kwargs):
+                 learning_rate_multipliers=None, fused_update="auto", **kwargs):
+        if fused_update not in ("auto", True, False):
+            raise errors.ArgumentError("fused_update", f"fused_update must be 'auto', True or False; got {fused_update!r}.")
         if kwargs.get("amsgrad"):
             raise errors.ArgumentError("amsgrad", "BertAdamW has no AMSGrad variant (BERT, HF and ELECTRA use none).")
         super().__init__(learning_rate=learning_rate, weight_decay=float(weight_decay or 0.0), **kwargs)
@@ -151,7 +164,9 @@ class BertAdamW(keras.optimizers.AdamW):
         self.no_decay_names = tuple(no_decay_names)
         self.learning_rate_multipliers = {str(path): float(factor) for path, factor in
                                           (learning_rate_multipliers or {}).items()}
+        self.fused_update = fused_update if fused_update == "auto" else bool(fused_update)
         self.momentums, self.velocities = [], []
+        self._fuses_update = False
         self._slots_by_key = {}
         self._built_ids = []
         self._fused_apply = None
@@ -169,11 +184,19 @@ class BertAdamW(keras.optimizers.AdamW):
         if unknown:
             raise ValueError(f"learning_rate_multipliers name variables the optimizer does not train: {unknown[:3]}.")
         self._built_ids = [id(variable) for variable in variables]
+        size = sum(math.prod(variable.shape) for variable in variables)
+        self._fuses_update = keras.config.backend() == "tensorflow" and (
+            self.fused_update is True or (self.fused_update == "auto" and size >= FUSED_UPDATE_MIN_PARAMETERS))
         for variable, momentum, velocity in zip(variables, self.momentums, self.velocities):
             decays = bool(self.decoupled_weight_decay) and not any(name in variable.name for name in self.no_decay_names)
             slots = (self.learning_rate_multipliers.get(variable.path, 1.0), decays, momentum, velocity)
             for key in _keys(variable):
                 self._slots_by_key[key] = slots
+
+    @property
+    def fuses_update(self):
+        """bool: whether, once built, the update compiles with XLA on its own (see `fused_update`; TensorFlow only)."""
+        return self._fuses_update
 
     def apply(self, grads, trainable_variables=None):
         # `apply_gradients` and Keras' trainers come through here, once per update of all the variables.
@@ -192,7 +215,7 @@ class BertAdamW(keras.optimizers.AdamW):
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         # The compiled update pairs the gradients with the built variables in their order: only for those, so.
         built_for_these = trainable_variables is None or [id(v) for v in trainable_variables] == self._built_ids
-        if not (self.built and built_for_these and tf.inside_function() and not tf.distribute.has_strategy()
+        if not (self._fuses_update and self.built and built_for_these and tf.inside_function() and not tf.distribute.has_strategy()
                 and all(isinstance(g, tf.Tensor) for g in grads)):
             return super().apply(grads, trainable_variables)
         # A TensorFlow step run op by op (a CPU) would run Adam's dozen element-wise ops one pass each over every
@@ -243,6 +266,7 @@ class BertAdamW(keras.optimizers.AdamW):
             weight_decay=self.decoupled_weight_decay,
             no_decay_names=list(self.no_decay_names),
             learning_rate_multipliers=dict(self.learning_rate_multipliers),
+            fused_update=self.fused_update,
         )
         return config
 

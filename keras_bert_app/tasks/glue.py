@@ -1,7 +1,7 @@
 """GLUE (Wang et al. 2018): a task of the benchmark from its distributed TSV files."""
 
 from keras_bert_app import errors
-from keras_bert_app.tasks.base import Option
+from keras_bert_app.tasks.options import Option
 from keras_bert_app.tasks.text_classification import POOLING, TextClassification
 
 

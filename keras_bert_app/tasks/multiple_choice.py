@@ -1,6 +1,7 @@
 """Multiple choice: SWAG (Zellers et al. 2018), the paper's section 4.4."""
 
-from keras_bert_app.tasks.base import Option, Split, Task
+from keras_bert_app.tasks.base import Split, Task
+from keras_bert_app.tasks.options import Option
 from keras_bert_app.tasks.text_classification import POOLING
 
 

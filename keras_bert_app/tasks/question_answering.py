@@ -3,7 +3,8 @@
 import math
 
 from keras_bert_app import errors
-from keras_bert_app.tasks.base import DEFAULTS, Option, Split, Task
+from keras_bert_app.tasks.base import DEFAULTS, Split, Task
+from keras_bert_app.tasks.options import Option
 
 
 class QuestionAnswering(Task):

@@ -1,6 +1,7 @@
 """Text classification and regression on your own CSV, TSV or JSON lines files."""
 
-from keras_bert_app.tasks.base import Option, Split, Task
+from keras_bert_app.tasks.base import Split, Task
+from keras_bert_app.tasks.options import Option
 
 # The head on [CLS] (`models.sentence_head`): a model's config records it, so it is not part of the task's data.
 POOLING = Option("pooling", "text", "the head on [CLS]: 'pooler' (tanh(dense), BERT's and ALBERT's) or 'cls' (the raw "

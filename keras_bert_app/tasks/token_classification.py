@@ -1,6 +1,7 @@
 """Token classification: named entities from CoNLL-2003 column files (the paper's section 5.3)."""
 
-from keras_bert_app.tasks.base import DEFAULTS, Option, Split, Task
+from keras_bert_app.tasks.base import DEFAULTS, Split, Task
+from keras_bert_app.tasks.options import Option
 
 
 class TokenClassification(Task):

@@ -154,7 +154,7 @@ def test_the_runs_batches_mask_whole_jieba_words(inputs, whole_word_run):
 
 
 def arguments(preset, corpus, **overrides):
-    """`_checked_settings`'s arguments: `kba.pretrain`'s defaults, the tiny run's values."""
+    """`pretrain_settings.checked_settings`'s arguments: `kba.pretrain`'s defaults, the tiny run's values."""
     import inspect
 
     from keras_bert_app.training import pretrain

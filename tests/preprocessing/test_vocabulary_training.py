@@ -64,7 +64,7 @@ def test_narrowed_threshold_search_fits_like_tensorflow_texts_in_fewer_passes(tm
     from keras_bert_app.preprocessing import vocabulary_training
 
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("\n".join(enwiki_lines[:600]) + "\n", encoding="utf-8")
+    corpus.write_text("\n".join(enwiki_lines[:300]) + "\n", encoding="utf-8")
     word_counts = vocabulary_training.corpus_word_counts([corpus])
     passes = []
     learn_with_thresh = learner.learn_with_thresh

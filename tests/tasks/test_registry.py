@@ -11,7 +11,8 @@ import pytest
 
 from keras_bert_app import errors
 from keras_bert_app.tasks import registry
-from keras_bert_app.tasks.base import OPTION_KINDS, Option, Task
+from keras_bert_app.tasks.base import Task
+from keras_bert_app.tasks.options import OPTION_KINDS, Option
 from keras_bert_app.tasks.glue import GlueClassification
 from keras_bert_app.tasks.question_answering import QuestionAnswering
 from keras_bert_app.tasks.text_classification import TextClassification

@@ -310,6 +310,7 @@ def test_dropout_option_sets_the_runs_rate_and_the_preset_keeps_its_own(tiny_run
     from keras_bert_app import errors, presets
     from keras_bert_app.convert import resolve
     from keras_bert_app.training import pretrain
+    from keras_bert_app.training.pretrain_settings import checked_settings
 
     _, data = tiny_run_inputs
     preset, run_dir, _ = bias_and_dropout_run
@@ -318,7 +319,7 @@ def test_dropout_option_sets_the_runs_rate_and_the_preset_keeps_its_own(tiny_run
 
     resolved = resolve.resolve_preset(preset)
     for dropout, rate in ((0.0, 0.0), (None, 0.25)):
-        settings = pretrain._checked_settings(**_arguments(preset, data, tmp_path / "x", dropout=dropout))
+        settings = checked_settings(**_arguments(preset, data, tmp_path / "x", dropout=dropout))
         pretrainer = pretrain._build_pretrainer(settings, resolved, resuming=False)
         rates = {layer.rate for layer in pretrainer.encoder._flatten_layers() if isinstance(layer, keras.layers.Dropout)}
         assert pretrainer.encoder.dropout == rate and rates == {rate}
