@@ -1,4 +1,4 @@
-"""`packed_dataset`: tokenize and pack once, then shuffle and batch every epoch.
+"""`packed_examples`: tokenize and pack once; the batches of every epoch read the packed examples.
 
 Creating a tf.data iterator instantiates the graphs of its `map` functions,
 and the tokenizer + packer graph is large: seconds per iterator, that is per
@@ -54,26 +54,3 @@ def _pack_in_memory(batches, pack, num_examples):
     if count != num_examples:
         raise ValueError(f"packed {count} examples where {num_examples} were expected.")
     return packed
-
-
-def packed_dataset(dataset, pack, num_examples, batch_size, shuffle=False, seed=None):
-    """Batches of `pack`ed examples.
-
-    Args:
-        dataset: `tf.data.Dataset` of single examples (strings and labels).
-        pack: function of a batch of examples -> a batch of model inputs
-            (and labels), e.g. running a `BertPreprocessor`.
-        num_examples: int. Number of examples (the shuffle buffer holds all).
-        batch_size: int.
-        shuffle: bool. Shuffle the examples anew each epoch (training).
-        seed: int or None. Shuffle seed.
-
-    Returns:
-        `tf.data.Dataset` of batches of `pack`'s outputs.
-    """
-    import tensorflow as tf
-
-    dataset = packed_examples(dataset, pack, num_examples)
-    if shuffle:
-        dataset = dataset.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)

@@ -120,22 +120,3 @@ def multiple_choice_examples(examples, preprocessor):
 
     return packed_examples(dataset, pack, len(examples))
 
-
-def multiple_choice_dataset(examples, preprocessor, batch_size, shuffle=False, seed=None, bucketing=False):
-    """tf.data batches of inputs [batch, num_choices, sequence_length] (and labels).
-
-    Args:
-        examples: `ChoiceExamples`.
-        preprocessor: `keras_bert_app.BertPreprocessor` (pads to its `sequence_length`).
-        batch_size: int.
-        shuffle: bool. Shuffle each epoch.
-        seed: int or None.
-        bucketing: bool. Pad each batch to the longest of its pairs rounded
-            up to a bucket length, grouped by length (`bucketing.grouped_batches`).
-    """
-    from keras_bert_app.data.bucketing import grouped_batches
-
-    return grouped_batches(
-        multiple_choice_examples(examples, preprocessor), len(examples), batch_size, preprocessor.sequence_length,
-        shuffle=shuffle, seed=seed, bucketing=bucketing,
-    )

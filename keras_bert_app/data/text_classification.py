@@ -1,7 +1,7 @@
 """Text classification data: CSV, TSV or JSON lines with named columns -> tf.data.
 
 Also the shared half of the sentence(-pair) readers: `TextExamples`,
-`classification_examples` and `classification_dataset`, which GLUE uses too.
+`classification_examples`, which GLUE uses too.
 """
 
 import csv
@@ -206,31 +206,6 @@ def classification_examples(examples, preprocessor):
         return (inputs, *labels)
 
     return packed_examples(dataset, pack, len(examples))
-
-
-def classification_dataset(examples, preprocessor, batch_size, shuffle=False, seed=None, bucketing=False):
-    """tf.data batches `(inputs, labels)` (or `inputs` when unlabelled).
-
-    Args:
-        examples: `TextExamples`.
-        preprocessor: `keras_bert_app.BertPreprocessor`.
-        batch_size: int.
-        shuffle: bool. Shuffle the examples each epoch (training).
-        seed: int or None. Shuffle seed.
-        bucketing: bool. Pad each batch to its longest example rounded up
-            to a bucket length, batches grouped by length
-            (`bucketing.grouped_batches`); False: every batch to the
-            preprocessor's `sequence_length`.
-
-    Returns:
-        `tf.data.Dataset` of `({"token_ids", "segment_ids", "padding_mask"}, labels)`.
-    """
-    from keras_bert_app.data.bucketing import grouped_batches
-
-    return grouped_batches(
-        classification_examples(examples, preprocessor), len(examples), batch_size, preprocessor.sequence_length,
-        shuffle=shuffle, seed=seed, bucketing=bucketing,
-    )
 
 
 def _file_kind(path, delimiter):

@@ -166,7 +166,7 @@ class BertAdamW(keras.optimizers.AdamW):
                                           (learning_rate_multipliers or {}).items()}
         self.fused_update = fused_update if fused_update == "auto" else bool(fused_update)
         self.momentums, self.velocities = [], []
-        self._fuses_update = False
+        self.fuses_update = False  # once built: whether `apply` compiles the update with XLA on its own
         self._slots_by_key = {}
         self._built_ids = []
         self._fused_apply = None
@@ -185,7 +185,7 @@ class BertAdamW(keras.optimizers.AdamW):
             raise ValueError(f"learning_rate_multipliers name variables the optimizer does not train: {unknown[:3]}.")
         self._built_ids = [id(variable) for variable in variables]
         size = sum(math.prod(variable.shape) for variable in variables)
-        self._fuses_update = keras.config.backend() == "tensorflow" and (
+        self.fuses_update = keras.config.backend() == "tensorflow" and (
             self.fused_update is True or (self.fused_update == "auto" and size >= FUSED_UPDATE_MIN_PARAMETERS))
         for variable, momentum, velocity in zip(variables, self.momentums, self.velocities):
             decays = bool(self.decoupled_weight_decay) and not any(name in variable.name for name in self.no_decay_names)
@@ -193,20 +193,9 @@ class BertAdamW(keras.optimizers.AdamW):
             for key in _keys(variable):
                 self._slots_by_key[key] = slots
 
-    @property
-    def fuses_update(self):
-        """bool: whether, once built, the update compiles with XLA on its own (see `fused_update`; TensorFlow only)."""
-        return self._fuses_update
-
     def apply(self, grads, trainable_variables=None):
         # `apply_gradients` and Keras' trainers come through here, once per update of all the variables.
-        self._step_scalars = {}
-        try:
-            return self._apply(grads, trainable_variables)
-        finally:
-            self._step_scalars = {}
-
-    def _apply(self, grads, trainable_variables):
+        self._step_scalars = {}  # `update_step`'s scalars are made anew for each update
         if keras.config.backend() != "tensorflow":
             return super().apply(grads, trainable_variables)
         import tensorflow as tf
@@ -215,7 +204,7 @@ class BertAdamW(keras.optimizers.AdamW):
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         # The compiled update pairs the gradients with the built variables in their order: only for those, so.
         built_for_these = trainable_variables is None or [id(v) for v in trainable_variables] == self._built_ids
-        if not (self._fuses_update and self.built and built_for_these and tf.inside_function() and not tf.distribute.has_strategy()
+        if not (self.fuses_update and built_for_these and tf.inside_function() and not tf.distribute.has_strategy()
                 and all(isinstance(g, tf.Tensor) for g in grads)):
             return super().apply(grads, trainable_variables)
         # A TensorFlow step run op by op (a CPU) would run Adam's dozen element-wise ops one pass each over every

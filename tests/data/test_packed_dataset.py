@@ -1,11 +1,19 @@
-"""packed_dataset: packing runs once (cached), every epoch sees every example once."""
+"""packed_examples: packing runs once (cached), every epoch sees every example once."""
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from keras_bert_app.data import packed_dataset as packed
-from keras_bert_app.data.packed_dataset import packed_dataset
+from keras_bert_app.data.packed_dataset import packed_examples
+
+
+def packed_dataset(dataset, pack, num_examples, batch_size, shuffle=False, seed=None):
+    """Batches of the packed examples, shuffled anew each epoch when asked, as the tasks' batches are made of them."""
+    dataset = packed_examples(dataset, pack, num_examples)
+    if shuffle:
+        dataset = dataset.shuffle(num_examples, seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size)
 
 
 def _epochs(dataset, count):

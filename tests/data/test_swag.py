@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
+from keras_bert_app.data.bucketing import grouped_batches
 from keras_bert_app.data.swag import count_truncated
-from keras_bert_app.data.swag import multiple_choice_dataset
+from keras_bert_app.data.swag import multiple_choice_examples
 from keras_bert_app.data.swag import read_swag
 
 HEADER = ",video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0,ending1,ending2,ending3,label"
@@ -31,7 +32,8 @@ def test_read_and_pack_choices(tmp_path, preprocessor):
     assert examples.contexts == ["She opens the door.", "The man runs."]
     assert examples.choices[0] == ["She walks in.", "She flies away.", "She eats it.", "She sings, loudly."]
     assert examples.labels == [0, 3] and examples.num_choices == 4
-    inputs, labels = next(iter(multiple_choice_dataset(examples, preprocessor, batch_size=2)))
+    inputs, labels = next(iter(grouped_batches(
+        multiple_choice_examples(examples, preprocessor), len(examples), 2, preprocessor.sequence_length)))
     assert tuple(inputs["token_ids"].shape) == (2, 4, 16)
     # Choice j of example i is the packed pair (context_i, ending_ij).
     reference = preprocessor((["The man runs."], ["He swims."]))

@@ -3,7 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from keras_bert_app.data.text_classification import classification_dataset
+from keras_bert_app.data.bucketing import grouped_batches
+from keras_bert_app.data.text_classification import classification_examples
 from keras_bert_app.data.text_classification import count_truncated
 from keras_bert_app.data.text_classification import read_text_classification
 
@@ -58,12 +59,18 @@ def test_bad_input_names_file_and_line(tmp_path):
         read_text_classification(tmp_path / "nope.csv", "text", "label")
 
 
+def _batches(examples, preprocessor, batch_size=2):
+    """The batches a task makes of the examples (`Task.dataset`), every one padded to the sequence length."""
+    return grouped_batches(classification_examples(examples, preprocessor), len(examples), batch_size,
+                           preprocessor.sequence_length)
+
+
 def test_dataset_packs_and_counts_truncation(tmp_path, preprocessor):
     # "the" is one WordPiece: 20 of them overflow 12 - 2 slots; "a b c" does not.
     path = write(tmp_path / "t.csv", "text,label\n" + "the " * 20 + ",x\na b c,y\nthe cat,x\n")
     examples = read_text_classification(path, "text", "label")
     assert count_truncated(examples, preprocessor) == 1
-    batches = list(classification_dataset(examples, preprocessor, batch_size=2))
+    batches = list(_batches(examples, preprocessor))
     inputs, labels = batches[0]
     assert tuple(inputs["token_ids"].shape) == (2, 12)
     the_id = preprocessor.tokenizer.token_to_id("the")
@@ -77,4 +84,4 @@ def test_empty_dev_set(tmp_path, preprocessor):
     path = write(tmp_path / "empty.csv", "text,label\n")
     examples = read_text_classification(path, "text", "label", label_names=["x"])
     with pytest.raises(ValueError, match="empty.csv: no examples"):
-        classification_dataset(examples, preprocessor, batch_size=2)
+        _batches(examples, preprocessor)
