@@ -41,6 +41,10 @@ def test_table_and_ratios():
     assert table[2] == "| headlines | ours | 50 | 20 | 80.2 | 0.9000 | 1.00x |"
     assert table[3] == "| headlines | hf-grouped | 75 | 30 | - | 0.9100 | 1.50x |"
     assert "failed: exit status 1: boom" in table[4]
+    # Run twice each (for noise): the mean times.
+    again = [{**rows[0], "seconds": 30.0}, {**rows[1], "seconds": 45.0}]
+    assert finetune_suite.time_ratios(rows + again) == {"headlines": {"hf-grouped": 1.5}}
+    assert finetune_suite.time_ratios(rows + again[:1]) == {"headlines": {"hf-grouped": 1.88}}
 
 
 def test_the_default_run_is_the_default_implementations_and_the_bf16_pair_is_asked_for(monkeypatch, tmp_path):

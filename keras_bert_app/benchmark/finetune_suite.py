@@ -137,14 +137,19 @@ def run_finetune_benchmark(
 
 
 def time_ratios(rows):
-    """Per dataset: each other implementation's time over ours (>1: ours is faster)."""
-    ratios = {}
+    """Per dataset: each other implementation's time over ours (>1: ours is faster); an implementation run more
+    than once (`--implementations ours,hf-grouped,ours,hf-grouped`, for noise): its mean time."""
+    times = {}
     for row in rows:
-        ours = next((r for r in rows if r["dataset"] == row["dataset"] and r["implementation"] == "ours"
-                     and "error" not in r), None)
-        if ours is None or row["implementation"] == "ours" or "error" in row:
+        if "error" not in row:
+            times.setdefault(row["dataset"], {}).setdefault(row["implementation"], []).append(row["seconds"])
+    ratios = {}
+    for dataset, by_implementation in times.items():
+        if "ours" not in by_implementation:
             continue
-        ratios.setdefault(row["dataset"], {})[row["implementation"]] = round(row["seconds"] / ours["seconds"], 2)
+        ours = sum(by_implementation["ours"]) / len(by_implementation["ours"])
+        ratios[dataset] = {name: round(sum(seconds) / len(seconds) / ours, 2)
+                           for name, seconds in by_implementation.items() if name != "ours"}
     return ratios
 
 
