@@ -194,8 +194,15 @@ class BertAdamW(keras.optimizers.AdamW):
                 self._slots_by_key[key] = slots
 
     def apply(self, grads, trainable_variables=None):
-        # `apply_gradients` and Keras' trainers come through here, once per update of all the variables.
-        self._step_scalars = {}  # `update_step`'s scalars are made anew for each update
+        # `apply_gradients` and Keras' trainers come through here, once per update of all the variables;
+        # `update_step`'s scalars are made anew for each, and not kept (graph tensors, JAX tracers) after it.
+        self._step_scalars = {}
+        try:
+            return self._apply(grads, trainable_variables)
+        finally:
+            self._step_scalars = {}
+
+    def _apply(self, grads, trainable_variables):
         if keras.config.backend() != "tensorflow":
             return super().apply(grads, trainable_variables)
         import tensorflow as tf

@@ -135,8 +135,9 @@ def test_our_adamw_trains_as_keras_adamw_does(ours, jit_compile):
         model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       jit_compile=jit_compile)
         model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
-        if optimizer is not None and hasattr(optimizer, "fuses_update"):
-            assert optimizer.fuses_update == (ours == "ours-fused")  # this small model fuses only when told
+        if hasattr(optimizer, "fuses_update"):  # this small model's update compiles alone only when told
+            assert optimizer.fuses_update == (ours == "ours-fused")
+            assert (optimizer._fused_apply is not None) == (ours == "ours-fused")  # and it did, or not
         weights.append([keras.ops.convert_to_numpy(v) for v in model.trainable_variables])
     initial = _embedding_and_dense_model()  # the same seed's starting point: the updates must have moved it
     for ours, reference in zip(*weights):
