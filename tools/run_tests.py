@@ -23,16 +23,18 @@ compile with `XLA_FLAGS=--xla_backend_optimization_level=0
 compiles even each eager op per shape) and run each a few times, so LLVM's
 optimizations cost more than they save (JAX's model battery: 46 -> 29 CPU s),
 and so does XLA's CPU fusion emitter, which gives every fusion an LLVM module
-of its own (a tiny model's JAX training step: 1.7 -> 0.7 s to compile). Results stay within the tests'
-tolerances; benchmarks and real runs keep XLA's defaults. JAX also keeps the
-programs it compiles in a persistent compilation cache for the run (a
-temporary folder, unless JAX_COMPILATION_CACHE_DIR is set): tests that build
-the same tiny models compile each program once.
+of its own (a tiny model's JAX training step: 1.7 -> 0.7 s to compile).
+Results stay within the tests' tolerances; benchmarks and real runs keep
+XLA's defaults. JAX also keeps the programs it compiles in a persistent
+compilation cache for the run (a temporary folder, unless
+JAX_COMPILATION_CACHE_DIR is set): tests that build the same tiny models
+compile each program once.
 
 Each test process gets the cores divided by the processes running at once
 as its thread count (TensorFlow's intra-op pool, PyTorch's OpenMP, XLA's CPU
-pool; 1 on 2 cores with 4 processes), unless TF_NUM_INTRAOP_THREADS is set:
-more threads than cores would only spin and switch.
+pool through `--xla_cpu_multi_thread_eigen=false`; 1 on 2 cores with 4
+processes), unless TF_NUM_INTRAOP_THREADS is set: more threads than cores
+would only spin and switch.
 """
 
 import argparse
@@ -49,7 +51,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODULES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 FAST_XLA_COMPILE = ("--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true "
                     "--xla_cpu_use_fusion_emitters=false")
-ONE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+ONE_THREAD_XLA = "--xla_cpu_multi_thread_eigen=false"
 COUNT = re.compile(r"(\d+) (passed|failed|skipped|deselected|error|errors)")
 
 

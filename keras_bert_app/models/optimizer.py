@@ -175,8 +175,8 @@ class BertAdamW(keras.optimizers.AdamW):
     def build(self, variables):
         if self.built:
             return
-        # Adam's own `build` would make the same two slots under names of its own: ours are made here, in its
-        # order and with its names ("momentum", "velocity"), so checkpoints of either read into the other.
+        # Adam's own `build` keeps its two slots in private attributes `update_step` would have to read: ours are
+        # made here instead, in its order and with its names, so checkpoints of either read into the other.
         keras.optimizers.Optimizer.build(self, variables)
         self.momentums, self.velocities = self.add_optimizer_variables(variables, ["momentum", "velocity"])
         paths = [variable.path for variable in variables]
