@@ -1,6 +1,5 @@
 """BERT's optimizer: AdamW (or LAMB) with warmup + linear decay and clipping."""
 
-import math
 
 import keras
 from keras import ops
@@ -11,9 +10,6 @@ from keras_bert_app.models.schedules import WarmupLinearDecay
 # LayerNorm (gamma, beta) and bias variables get no weight decay, as in BERT.
 NO_DECAY_NAMES = ("gamma", "beta", "bias")
 OPTIMIZER_NAMES = ("adamw", "lamb")
-# `BertAdamW(fused_update="auto")` compiles its TensorFlow update with XLA from this many weights: compiling costs
-# seconds once, and saves a dozen passes over the weights at every step, which matters only for large models.
-FUSED_UPDATE_MIN_PARAMETERS = 2**20
 
 
 def create_optimizer(
@@ -128,7 +124,11 @@ class BertAdamW(keras.optimizers.AdamW):
 
     Built only on Keras' public extension points (`build`, `update_step`,
     `apply`), so it runs on TensorFlow (`tf.distribute`
-    included), JAX and PyTorch.
+    included), JAX and PyTorch. On TensorFlow, outside a strategy, the Adam
+    part of the update of a dense gradient is TensorFlow's own Adam kernel
+    (`tf.raw_ops.ResourceApplyAdam`: the same formula, epsilon hat
+    included): one op and one pass over the weights per variable instead of
+    a dozen, in the graph to trace and at every step.
 
     Args:
         learning_rate: float or a `LearningRateSchedule`.
@@ -137,12 +137,6 @@ class BertAdamW(keras.optimizers.AdamW):
             of these get no weight decay.
         learning_rate_multipliers: dict `{variable.path: factor}`; other
             variables learn at the full rate.
-        fused_update: "auto", True or False. On TensorFlow, in a step not
-            compiled with XLA and outside a `tf.distribute` strategy, compile
-            the update of all the variables with XLA, so that its element-wise
-            ops fuse into a few passes over the weights. The compile costs
-            seconds once, so "auto" fuses from `FUSED_UPDATE_MIN_PARAMETERS`
-            weights. The same update either way, up to rounding.
         **kwargs: `keras.optimizers.AdamW` arguments (`beta_1`, `beta_2`,
             `epsilon`, `global_clipnorm`, `gradient_accumulation_steps`, ...).
 
@@ -152,9 +146,7 @@ class BertAdamW(keras.optimizers.AdamW):
     """
 
     def __init__(self, learning_rate=0.001, weight_decay=0.01, no_decay_names=NO_DECAY_NAMES,
-                 learning_rate_multipliers=None, fused_update="auto", **kwargs):
-        if fused_update not in ("auto", True, False):
-            raise errors.ArgumentError("fused_update", f"fused_update must be 'auto', True or False; got {fused_update!r}.")
+                 learning_rate_multipliers=None, **kwargs):
         if kwargs.get("amsgrad"):
             raise errors.ArgumentError("amsgrad", "BertAdamW has no AMSGrad variant (BERT, HF and ELECTRA use none).")
         super().__init__(learning_rate=learning_rate, weight_decay=float(weight_decay or 0.0), **kwargs)
@@ -164,12 +156,8 @@ class BertAdamW(keras.optimizers.AdamW):
         self.no_decay_names = tuple(no_decay_names)
         self.learning_rate_multipliers = {str(path): float(factor) for path, factor in
                                           (learning_rate_multipliers or {}).items()}
-        self.fused_update = fused_update if fused_update == "auto" else bool(fused_update)
         self.momentums, self.velocities = [], []
-        self.fuses_update = False  # once built: whether `apply` compiles the update with XLA on its own
         self._slots_by_key = {}
-        self._built_ids = []
-        self._fused_apply = None
         self._step_scalars = {}
 
     def build(self, variables):
@@ -183,10 +171,6 @@ class BertAdamW(keras.optimizers.AdamW):
         unknown = sorted(set(self.learning_rate_multipliers) - set(paths))
         if unknown:
             raise ValueError(f"learning_rate_multipliers name variables the optimizer does not train: {unknown[:3]}.")
-        self._built_ids = [id(variable) for variable in variables]
-        size = sum(math.prod(variable.shape) for variable in variables)
-        self.fuses_update = keras.config.backend() == "tensorflow" and (
-            self.fused_update is True or (self.fused_update == "auto" and size >= FUSED_UPDATE_MIN_PARAMETERS))
         for variable, momentum, velocity in zip(variables, self.momentums, self.velocities):
             decays = bool(self.decoupled_weight_decay) and not any(name in variable.name for name in self.no_decay_names)
             slots = (self.learning_rate_multipliers.get(variable.path, 1.0), decays, momentum, velocity)
@@ -203,47 +187,43 @@ class BertAdamW(keras.optimizers.AdamW):
             self._step_scalars = {}
 
     def _apply(self, grads, trainable_variables):
-        if keras.config.backend() != "tensorflow":
-            return super().apply(grads, trainable_variables)
-        import tensorflow as tf
+        if self.global_clipnorm and keras.config.backend() == "tensorflow":
+            import tensorflow as tf
 
-        if self.global_clipnorm:
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
-        # The compiled update pairs the gradients with the built variables in their order: only for those, so.
-        built_for_these = trainable_variables is None or [id(v) for v in trainable_variables] == self._built_ids
-        if not (self.fuses_update and built_for_these and tf.inside_function() and not tf.distribute.has_strategy()
-                and all(isinstance(g, tf.Tensor) for g in grads)):
-            return super().apply(grads, trainable_variables)
-        # A TensorFlow step run op by op (a CPU) would run Adam's dozen element-wise ops one pass each over every
-        # variable; compiled with XLA they fuse into a few passes. Variables and dense gradients have static
-        # shapes, so this compiles once, whatever the batch shapes of the step around it.
-        if self._fused_apply is None:
-            # The variables it was built for (`apply` without them): captured, not arguments.
-            self._fused_apply = tf.function(lambda g: super(BertAdamW, self).apply(g), jit_compile=True,
-                                            autograph=False)
-        return self._fused_apply(list(grads))
+        return super().apply(grads, trainable_variables)
 
     def update_step(self, gradient, variable, learning_rate):
         """Keras' Adam update ("epsilon hat" included) after the decoupled decay, at the variable's own rate.
 
         The step's scalars (Adam's bias-corrected rate, the decay times the
         rate; per rate factor) are made once per update of all the variables,
-        not once per variable as `keras.optimizers.Adam` makes them: the same
-        update, a step with hundreds of ops fewer to trace, compile and run.
+        not once per variable as `keras.optimizers.Adam` makes them; on
+        TensorFlow a dense gradient goes through TensorFlow's Adam kernel. The
+        same update, with hundreds of ops fewer to trace, compile and run.
         """
         factor, decays, momentum, velocity = self._slots_by_key[id(variable)]
-        alpha, decay = self._scalars(learning_rate, factor, variable)
+        scalars = self._scalars(learning_rate, factor, variable)
         if keras.backend.standardize_dtype(gradient.dtype) != keras.backend.standardize_dtype(variable.dtype):
             gradient = ops.cast(gradient, variable.dtype)
         if decays:
-            self.assign_sub(variable, variable * decay)
+            self.assign_sub(variable, variable * scalars["decay"])
+        if _tensorflow_dense(gradient):
+            import tensorflow as tf
+
+            tf.raw_ops.ResourceApplyAdam(
+                var=variable.handle, m=momentum.value.handle, v=velocity.value.handle,
+                beta1_power=scalars["beta_1_power"], beta2_power=scalars["beta_2_power"], lr=scalars["rate"],
+                beta1=scalars["beta_1"], beta2=scalars["beta_2"], epsilon=scalars["epsilon"], grad=gradient)
+            return
+        alpha = scalars["alpha"]
         self.assign_add(momentum, ops.multiply(ops.subtract(gradient, momentum), 1 - self.beta_1))
         self.assign_add(velocity, ops.multiply(ops.subtract(ops.square(gradient), velocity), 1 - self.beta_2))
         self.assign_sub(variable, ops.divide(ops.multiply(momentum, alpha), ops.add(ops.sqrt(velocity), self.epsilon)))
 
     def _scalars(self, learning_rate, factor, variable):
-        """(Adam's bias-corrected rate alpha, the decay times the rate) of this update at the variable's rate
-        factor, made once per factor, dtype and device within one `apply`."""
+        """This update's scalars at the variable's rate factor (the rate, Adam's bias-corrected rate "alpha",
+        the decay times the rate, the betas' powers), made once per factor, dtype and device within one `apply`."""
         dtype = variable.dtype
         key = (factor, str(dtype), getattr(variable, "device", None))
         if key not in self._step_scalars:
@@ -251,10 +231,13 @@ class BertAdamW(keras.optimizers.AdamW):
             if factor != 1.0:
                 rate = rate * factor
             step = ops.cast(self.iterations + 1, dtype)
-            beta_1_power = ops.power(ops.cast(self.beta_1, dtype), step)
-            beta_2_power = ops.power(ops.cast(self.beta_2, dtype), step)
-            alpha = rate * ops.sqrt(1 - beta_2_power) / (1 - beta_1_power)
-            self._step_scalars[key] = (alpha, ops.cast(self.decoupled_weight_decay, dtype) * rate)
+            beta_1, beta_2 = ops.cast(self.beta_1, dtype), ops.cast(self.beta_2, dtype)
+            beta_1_power, beta_2_power = ops.power(beta_1, step), ops.power(beta_2, step)
+            self._step_scalars[key] = {
+                "rate": rate, "alpha": rate * ops.sqrt(1 - beta_2_power) / (1 - beta_1_power),
+                "decay": ops.cast(self.decoupled_weight_decay, dtype) * rate, "beta_1": beta_1, "beta_2": beta_2,
+                "beta_1_power": beta_1_power, "beta_2_power": beta_2_power, "epsilon": ops.cast(self.epsilon, dtype),
+            }
         return self._step_scalars[key]
 
     def get_config(self):
@@ -263,9 +246,18 @@ class BertAdamW(keras.optimizers.AdamW):
             weight_decay=self.decoupled_weight_decay,
             no_decay_names=list(self.no_decay_names),
             learning_rate_multipliers=dict(self.learning_rate_multipliers),
-            fused_update=self.fused_update,
         )
         return config
+
+
+def _tensorflow_dense(gradient):
+    """Whether TensorFlow's Adam kernel can update with this gradient: a dense one, on TensorFlow, outside a
+    `tf.distribute` strategy (whose updates go to each replica's copy of the variable and of its slots)."""
+    if keras.config.backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return isinstance(gradient, tf.Tensor) and not tf.distribute.has_strategy()
 
 
 def _keys(variable):

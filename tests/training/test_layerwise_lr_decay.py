@@ -103,7 +103,9 @@ def test_decay_one_is_plain_adamw():
     for gradient in gradients:
         reference.apply([ops.convert_to_tensor(gradient)], [plain])
         ours.apply([ops.convert_to_tensor(gradient)], [decayed])
-    np.testing.assert_allclose(ops.convert_to_numpy(decayed), ops.convert_to_numpy(plain), rtol=1e-6, atol=1e-7)
+    # Float32 rounding apart: on TensorFlow ours runs TensorFlow's Adam kernel, which rounds differently from
+    # Keras' ops (nearer a float64 computation than they are, 2e-7 against 1e-6 here).
+    np.testing.assert_allclose(ops.convert_to_numpy(decayed), ops.convert_to_numpy(plain), rtol=1e-5, atol=1e-6)
 
 
 def test_compile_keeps_the_schedule_clipping_and_exclusions():

@@ -4,7 +4,6 @@ import keras
 import numpy as np
 import pytest
 
-from keras_bert_app import errors
 from keras_bert_app.models.optimizer import BertAdamW
 from keras_bert_app.training.optimizer import create_optimizer
 from keras_bert_app.training.schedules import WarmupLinearDecay
@@ -102,12 +101,9 @@ def _embedding_and_dense_model():
 
 
 def _ours_or_keras_adamw(name, total_steps, warmup_steps):
-    """`create_optimizer`'s AdamW ("ours"; "ours-fused": its update compiled with XLA whatever the model's size) or
-    Keras' AdamW with the same settings (any other name)."""
-    if name.startswith("ours"):
-        optimizer = create_optimizer(0.01, total_steps=total_steps, warmup_steps=warmup_steps, epsilon=1e-8)
-        optimizer.fused_update = name == "ours-fused" or "auto"
-        return optimizer
+    """`create_optimizer`'s AdamW ("ours") or Keras' AdamW with the same settings (any other name)."""
+    if name == "ours":
+        return create_optimizer(0.01, total_steps=total_steps, warmup_steps=warmup_steps, epsilon=1e-8)
     optimizer = keras.optimizers.AdamW(
         learning_rate=WarmupLinearDecay(0.01, total_steps=total_steps, warmup_steps=warmup_steps),
         weight_decay=0.01, epsilon=1e-8, global_clipnorm=1.0,
@@ -116,28 +112,23 @@ def _ours_or_keras_adamw(name, total_steps, warmup_steps):
     return optimizer
 
 
-@pytest.mark.parametrize("ours, jit_compile", [("ours", False), ("ours", True), ("ours-fused", False)])
-def test_our_adamw_trains_as_keras_adamw_does(ours, jit_compile):
-    """`create_optimizer`'s AdamW against Keras' AdamW, `fit` by `fit` (no clipping at these gradients); its update
-    compiled alone with XLA in a step that is not ("ours-fused": what it does for large models on TensorFlow)."""
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_our_adamw_trains_as_keras_adamw_does(jit_compile):
+    """`create_optimizer`'s AdamW against Keras' AdamW, `fit` by `fit` (no clipping at these gradients): on
+    TensorFlow its Adam part is TensorFlow's kernel, elsewhere `keras.ops`; with and without XLA."""
     if jit_compile and keras.config.backend() == "torch":
         pytest.skip("PyTorch has no XLA.")
-    if ours == "ours-fused" and keras.config.backend() != "tensorflow":
-        pytest.skip("The update compiles on its own in TensorFlow steps only (JAX's steps are compiled whole).")
     rng = np.random.default_rng(0)
     x = rng.integers(0, 40, size=(64, 7)).astype("int32")
     y = rng.integers(0, 3, size=(64,)).astype("int32")
     weights = []
-    for optimizer in (ours, "keras"):
+    for optimizer in ("ours", "keras"):
         keras.utils.set_random_seed(1)
         model = _embedding_and_dense_model()
         optimizer = _ours_or_keras_adamw(optimizer, total_steps=12, warmup_steps=2)
         model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
                       jit_compile=jit_compile)
         model.fit(x, y, batch_size=16, epochs=3, shuffle=False, verbose=0)
-        if hasattr(optimizer, "fuses_update"):  # this small model's update compiles alone only when told
-            assert optimizer.fuses_update == (ours == "ours-fused")
-            assert (optimizer._fused_apply is not None) == (ours == "ours-fused")  # and it did, or not
         weights.append([keras.ops.convert_to_numpy(v) for v in model.trainable_variables])
     initial = _embedding_and_dense_model()  # the same seed's starting point: the updates must have moved it
     for ours, reference in zip(*weights):
@@ -145,18 +136,29 @@ def test_our_adamw_trains_as_keras_adamw_does(ours, jit_compile):
     assert not np.allclose(weights[0][0], keras.ops.convert_to_numpy(initial.trainable_variables[0]))
 
 
-def test_the_update_compiles_on_its_own_from_a_million_weights_unless_told():
-    """`fused_update="auto"`: XLA for the update of a model of 2**20 weights or more (its compile pays for itself
-    over the steps), not for a smaller one; True or False decide for any size."""
-    small, large = [keras.Variable(np.zeros(shape, "float32")) for shape in ((1023, 1024), (1024, 1024))]
-    for fused_update, variables, fuses in (("auto", [small], False), ("auto", [small, large], True),
-                                           (True, [small], True), (False, [large], False)):
-        optimizer = BertAdamW(learning_rate=1e-3, fused_update=fused_update)
-        optimizer.build(variables)
-        assert optimizer.fuses_update is (fuses and keras.config.backend() == "tensorflow")
-        assert BertAdamW.from_config(optimizer.get_config()).fused_update == fused_update
-    with pytest.raises(errors.ArgumentError, match="fused_update"):
-        BertAdamW(fused_update="yes")
+@pytest.mark.skipif(keras.config.backend() != "tensorflow", reason="TensorFlow's Adam kernel")
+def test_on_tensorflow_each_dense_gradient_goes_through_the_adam_kernel():
+    """One `ResourceApplyAdam` per variable with a dense gradient (the clipped embedding's included), none for an
+    embedding's sliced gradient when nothing clips (that one takes the `keras.ops` update)."""
+    import tensorflow as tf
+
+    model = _embedding_and_dense_model()
+    model.build((None, 7))
+    token_ids = tf.constant([[1, 2, 2, 5, 0, 0, 3]])
+
+    def kernels(optimizer):
+        def step():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(model(token_ids))
+            optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+
+        optimizer.build(model.trainable_variables)
+        graph = tf.function(step).get_concrete_function().graph
+        return sum(op.type == "ResourceApplyAdam" for op in graph.get_operations())
+
+    clipping = create_optimizer(1e-3, total_steps=10, warmup_steps=1)
+    assert kernels(clipping) == len(model.trainable_variables) == 3
+    assert kernels(BertAdamW(learning_rate=1e-3)) == 2  # the embedding's IndexedSlices: not through the kernel
 
 
 def _embedding_step(optimizer, model, token_ids, scale, dense=False, jit_compile=False):
