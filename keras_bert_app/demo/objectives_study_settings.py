@@ -40,8 +40,9 @@ class Arm:
 # 0.06, probe 0.52 on the task; at 1e-3: 0.13 and 0.72), so they run at 10 times theirs (BERT: the quickstart's
 # 1e-3). ELECTRA learns at its own rate scaled to the batch (1.25e-4 at batch 32: discriminator AUC 0.80 after
 # about 200 steps, before its generator's samples approach the corpus' word frequencies and a token's identity stops
-# telling fakes apart); at 5 or 10 times it the generator gets there sooner and the AUC stalls at 0.55 (measured at
-# 6.25e-4 and 1.25e-3).
+# telling fakes apart); at 2.4 to 10 times it the generator gets there sooner and the AUC stalls at 0.55 (measured
+# at 3e-4, 6.25e-4, 1e-3 and 1.25e-3; at 1e-3 neither a 1/8 generator nor an RTD weight of 5 moves it: the
+# discriminator's loss stays at the entropy of the replaced-token rate, so it learns no context in this budget).
 MLM_RATE_FACTOR = 10
 
 
