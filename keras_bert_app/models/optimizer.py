@@ -1,6 +1,5 @@
 """BERT's optimizer: AdamW (or LAMB) with warmup + linear decay and clipping."""
 
-
 import keras
 from keras import ops
 
