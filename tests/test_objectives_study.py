@@ -93,7 +93,12 @@ def stand_ins(monkeypatch):
         calls.append(("probe", str(preset)))
         return {"cls": 0.9 if "pretrain" in str(preset) else 0.5, "mean": 0.45, "dev_size": 400}
 
-    for function in (pretrain_arm, pretrain_in_child, finetune_accuracy, probe_accuracies):
+    def context_check(objective, preset, texts_file, sequence_length, log=print):
+        calls.append(("context", objective, str(preset), texts_file))
+        result = {"prefers_true": 0.5, "masked_accuracy": 0.05, "frequency_accuracy": 0.05, "slots": 2000}
+        return {**result, "detects_fakes": 0.5} if objective == "electra" else result
+
+    for function in (pretrain_arm, pretrain_in_child, finetune_accuracy, probe_accuracies, context_check):
         monkeypatch.setattr(objectives_study_runs, function.__name__, function)
     return calls
 
@@ -157,10 +162,36 @@ def test_study_plans_equal_flops_with_each_arms_data_and_reports_intervals(quick
     assert "ELECTRA leads BERT by 10.0 points fine-tuned (beyond the intervals)" in report
     assert f"times {MLM_RATE_FACTOR} for the masked-LM arms" in report and f"lr {rates['electra']:.3g}" in table_rows[3]
     assert "Runtime:" in report and (output / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # A rerun continues: nothing is run again.
-    done = len(stand_ins)
+    # Which token fits: each pretrained arm's run preset on the held-out articles; ELECTRA's discriminator too.
+    contexts = {call[1]: call[2:] for call in stand_ins if call[0] == "context"}
+    assert contexts["electra"] == (str(output / "pretrain" / "electra" / "preset"), quickstart_run / "data" / "dev.csv")
+    assert set(contexts) == {arm.objective for arm in ARMS.values()}
+    assert "| generator 0.500 ± 0.022 (top-1 0.050, most frequent token 0.050); discriminator AUC 0.500 |" in table_rows[3]
+    assert "| 0.500 ± 0.022 (top-1 0.050" in table_rows[0] and " | - | - | 0.5" in table_rows[4]  # random init: -
+    assert "No arm learned which token fits beyond the word frequencies" in report
+    # A rerun continues: nothing is run again; the runtime adds up over the calls.
+    done, first = len(stand_ins), results["runtime_seconds"]
     assert cli.main(argv) == 0
     assert len(stand_ins) == done
+    results = json.loads((output / "results.json").read_text())
+    assert len(results["call_seconds"]) == 2 and results["runtime_seconds"] == pytest.approx(
+        first + results["call_seconds"][1], abs=0.11)
+    assert "over 2 calls" in (output / "report.md").read_text()
+
+
+def test_the_reading_says_when_an_arm_learned_which_token_fits():
+    from keras_bert_app.demo.objectives_study_report import reading
+
+    results = {"bag_of_words": 0.5, **{f"finetune_{name}_{seed}": 0.6 for name in ("bert", "electra", "random")
+                                       for seed in (0, 1)}}
+    results.update({f"probe_{name}": {"cls": 0.6, "dev_size": 400} for name in ("bert", "electra", "random")})
+    results["context_electra"] = {"prefers_true": 0.51, "slots": 2000, "detects_fakes": 0.55}
+    for share, learned in ((0.51, False), (0.6, True)):
+        results["context_bert"] = {"prefers_true": share, "slots": 2000}
+        text = reading(results, ["bert", "electra"], [0, 1])
+        assert f"BERT {share:.3f} ({'above' if learned else 'not above'} 0.5 beyond its interval)" in text
+        assert "ELECTRA generator 0.510 (not above" in text and "at AUC 0.550" in text
+        assert ("No arm learned which token fits" in text) != learned
 
 
 @pytest.mark.parametrize(
@@ -225,6 +256,7 @@ def test_tiny_study_end_to_end(quickstart_run, tmp_path):
         assert run_config["objective"] == ARMS[arm].objective and run_config["output_bias_init"] == "zeros"
         assert 0 <= results[f"finetune_{arm}_0"] <= 1 and {"cls", "mean"} <= set(results[f"probe_{arm}"])
     assert "discriminator_auc" in results["pretrain_electra"]["final"]
+    assert 0 <= results["context_electra"]["detects_fakes"] <= 1 and "detects_fakes" not in results["context_bert"]
     assert results["pretrain_albert"]["parameters"]["encoder"] < results["pretrain_bert"]["parameters"]["encoder"]
     assert (output / "report.md").read_text().count("\n| ") == 7  # header + 4 arms + random init + bag of words
 

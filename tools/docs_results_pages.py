@@ -205,13 +205,16 @@ def quickstart(result, files, provenance, folder):
 
 
 def objectives_study(result, files, provenance, folder):
+    from keras_bert_app.demo.objectives_study_report import context_cell, reading
+
     data = files["results.json"]
     arms = [key.removeprefix("probe_") for key in data if key.startswith("probe_")]
     if not arms:
         raise results_data.ResultsError(f"docs/results/data/{result.folder}/results.json: an unfinished study "
                                         "(no probe_* results); run it to the end and collect it again")
     header = ["encoder", "steps", "peak learning rate", "step time (s)", "peak memory (MiB)", "encoder parameters",
-              "fine-tuned dev accuracy (mean)", "std", "per seed", "probe [CLS]", "probe mean"]
+              "fine-tuned dev accuracy (mean)", "std", "per seed", "probe [CLS]", "probe mean",
+              "which token fits (true over a frequency-drawn fake; 0.5: frequencies only)"]
     rows, seeds = [], set()
     for arm in arms:
         tuned = sorted(((int(key.rsplit("_", 1)[1]), value) for key, value in data.items()
@@ -226,13 +229,13 @@ def objectives_study(result, files, provenance, folder):
                      _number(run.get("peak_rss_mib") if run else None, 0),
                      f"{parameters['encoder']:,}" if "encoder" in parameters else "-",
                      *_mean_std(accuracies), ", ".join(_number(a, 4) for a in accuracies),
-                     _number(data[f"probe_{arm}"]["cls"], 4), _number(data[f"probe_{arm}"]["mean"], 4)])
+                     _number(data[f"probe_{arm}"]["cls"], 4), _number(data[f"probe_{arm}"]["mean"], 4),
+                     context_cell(data, arm)])
     settings = data.get("settings", {})
     command = data.get("command") or (
         f"keras-bert-app study objectives --budget-steps {settings.get('budget_steps')} "
         f"--seeds {','.join(map(str, sorted(seeds)))}")
     recipe = data["recipe"]
-    from keras_bert_app.demo.objectives_study_report import reading
 
     objectives = [arm for arm in arms if f"pretrain_{arm}" in data]
     return "\n\n".join([

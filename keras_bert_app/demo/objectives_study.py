@@ -19,8 +19,11 @@ steps (`benchmark.flops.model_flops`), so an arm with costlier steps runs
 fewer of them. Then each encoder, the random one it started from, and a bag
 of words are scored on a task where pretraining matters
 (`objectives_study_task`): fine-tuned with the family's head for each seed,
-and a linear probe on frozen features. `report.md` gives means with 95%
-t-intervals; `results.json` keeps every figure, so a rerun continues.
+and a linear probe on frozen features. Each pretrained arm is also asked
+which token fits a masked slot of held-out articles beyond the word
+frequencies (`evaluation.token_context`): what ELECTRA's discriminator needs
+to learn at all. `report.md` gives means with 95% t-intervals;
+`results.json` keeps every figure, so a rerun continues.
 """
 
 import dataclasses
@@ -121,7 +124,10 @@ def study_objectives(
     from keras_bert_app.demo.objectives_study_report import write_plot, write_report
 
     rows = [*objectives, RANDOM]
-    results["runtime_seconds"] = round(time.monotonic() - started, 1)  # this call's (a resumed study: the rest)
+    # Each call's seconds (a study resumed or extended takes several); the study's runtime is their sum.
+    calls = results.setdefault("call_seconds", [results["runtime_seconds"]] if "runtime_seconds" in results else [])
+    calls.append(round(time.monotonic() - started, 1))
+    results["runtime_seconds"] = round(sum(calls), 1)
     results["load_average"] = [round(value, 2) for value in os.getloadavg()]
     save()
     report = write_report(output / "report.md", results, rows, seeds, log)
@@ -335,4 +341,8 @@ def _evaluate_all(output, base, task, results, save, objectives, recipe, seeds, 
                 save()
         if f"probe_{name}" not in results:
             results[f"probe_{name}"] = runs.probe_accuracies(preset, model_preset, task, recipe.sequence_length, log)
+            save()
+        if name != RANDOM and f"context_{name}" not in results:
+            results[f"context_{name}"] = runs.context_check(ARMS[name].objective, preset, base / "data" / "dev.csv",
+                                                            recipe.sequence_length, log)
             save()

@@ -207,6 +207,23 @@ def probe_accuracies(
     return {**result, "dev_size": len(dev.labels)}
 
 
+def context_check(objective: str, preset: pathlib.Path, texts_file: pathlib.Path, sequence_length: int,
+                  log: Log = print) -> dict[str, float]:
+    """`evaluation.token_context` of a pretraining run's preset on held-out articles (`texts_file`'s `text` column).
+
+    Whether the arm learned which token fits a slot beyond the word
+    frequencies: what ELECTRA's discriminator needs to learn anything once
+    its generator samples the frequencies.
+    """
+    from keras_bert_app.evaluation.token_context import token_context
+
+    with open(texts_file, newline="", encoding="utf-8") as file:
+        texts = [row["text"] for row in csv.DictReader(file)]
+    result = token_context(preset, texts, sequence_length, electra=objective == "electra")
+    log(f"  which token fits, {preset}: " + ", ".join(f"{name} {value:.4g}" for name, value in result.items()))
+    return result
+
+
 def parameter_counts(objective: str | None, preset: pathlib.Path) -> dict[str, int]:
     """`encoder` (pooler included) and `pretrainer` (encoder, heads and, for ELECTRA, the generator) of a preset.
 

@@ -66,6 +66,10 @@ def test_objectives_study_table_is_its_json():
             assert shows(cells["steps"], data[f"pretrain_{arm}"]["steps"])
             assert shows(cells["peak memory (MiB)"], data[f"pretrain_{arm}"]["peak_rss_mib"])
             assert cells["peak learning rate"] == f"{data[f'pretrain_{arm}']['learning_rate']:g}"
+        context = data.get(f"context_{arm}")
+        cell = cells["which token fits (true over a frequency-drawn fake; 0.5: frequencies only)"]
+        assert cell == "-" if context is None else shows(cell.removeprefix("generator ").split(" ± ")[0],
+                                                         context["prefers_true"])
 
 
 def test_chinese_masking_table_is_its_json():
