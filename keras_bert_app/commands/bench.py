@@ -120,27 +120,12 @@ def run(args):
         if not backends:
             raise errors.ArgumentError("backends", "--backends is empty.")
     report = run_benchmarks(
-        preset=args.preset,
-        backends=backends,
-        sequence_length=args.sequence_length,
-        batch_size=args.batch_size or 8,
+        **_same_names(args, "preset", "sequence_length", "max_predictions", "steps", "warmup", "jit", "mixed_precision",
+                      "fused_attention", "peak_tflops", "skip_keras_hub", "skip_hf", "skip_data", "data_corpus",
+                      "data_lines", "in_process"),
+        backends=backends, batch_size=args.batch_size or 8,
         inference_batch_sizes=_positive_ints(args.inference_batch_sizes, "--inference-batch-sizes"),
-        max_predictions=args.max_predictions,
-        steps=args.steps,
-        warmup=args.warmup,
-        jit=args.jit,
-        mixed_precision=args.mixed_precision,
-        fused_attention=args.fused_attention,
-        peak_tflops=args.peak_tflops,
-        skip_keras_hub=args.skip_keras_hub,
-        skip_hf=args.skip_hf,
-        skip_data=args.skip_data,
-        data_corpus=args.data_corpus,
-        data_lines=args.data_lines,
-        timeout=args.timeout or 1800,
-        in_process=args.in_process,
-        output=args.output or "bench.json",
-        log=functools.partial(print, flush=True),
+        timeout=args.timeout or 1800, output=args.output or "bench.json", log=functools.partial(print, flush=True),
     )
     print()
     print(format_table(report["rows"]))
@@ -171,19 +156,11 @@ def _run_finetune(args):
     from keras_bert_app.benchmark.finetune_suite import format_table, run_finetune_benchmark
 
     report = run_finetune_benchmark(
-        checkpoint=args.checkpoint,
-        datasets=_names(args.datasets),
-        implementations=_names(args.implementations),
-        train_size=args.train_size,
-        dev_size=args.dev_size,
-        epochs=args.epochs,
-        batch_size=args.batch_size or 32,
-        sequence_length=args.sequence_length,
-        learning_rate=args.learning_rate,
+        **_same_names(args, "checkpoint", "train_size", "dev_size", "epochs", "sequence_length", "learning_rate",
+                      "workdir"),
+        datasets=_names(args.datasets), implementations=_names(args.implementations), batch_size=args.batch_size or 32,
         backend=(args.backends or os.environ.get("KERAS_BACKEND", "tensorflow")).split(",")[0],
-        timeout=args.timeout or 3600,
-        workdir=args.workdir,
-        output=args.output or "bench_finetune.json",
+        timeout=args.timeout or 3600, output=args.output or "bench_finetune.json",
         log=functools.partial(print, flush=True),
     )
     print()
@@ -192,6 +169,11 @@ def _run_finetune(args):
         print(f"- {note}")
     print(f"- {report['settings']['machine']}")
     return 1 if report["failed_runs"] else 0
+
+
+def _same_names(args, *names):
+    """The options that pass on under their own names."""
+    return {name: getattr(args, name) for name in names}
 
 
 def _names(text):
