@@ -14,6 +14,8 @@ notes, and writes JSON. Exit status 1 when a measured run failed.
 import argparse
 import functools
 
+from keras_bert_app.commands.options import comma_separated, keywords
+
 
 def add_arguments(parser):
     from keras_bert_app.benchmark.finetune_worker import DEFAULT_IMPLEMENTATIONS, IMPLEMENTATIONS
@@ -116,13 +118,13 @@ def run(args):
 
     backends = None
     if args.backends is not None:
-        backends = [name.strip() for name in args.backends.split(",") if name.strip()]
+        backends = comma_separated(args.backends)
         if not backends:
             raise errors.ArgumentError("backends", "--backends is empty.")
     report = run_benchmarks(
-        **_same_names(args, "preset", "sequence_length", "max_predictions", "steps", "warmup", "jit", "mixed_precision",
-                      "fused_attention", "peak_tflops", "skip_keras_hub", "skip_hf", "skip_data", "data_corpus",
-                      "data_lines", "in_process"),
+        **keywords(args, "preset", "sequence_length", "max_predictions", "steps", "warmup", "jit", "mixed_precision",
+                   "fused_attention", "peak_tflops", "skip_keras_hub", "skip_hf", "skip_data", "data_corpus",
+                   "data_lines", "in_process"),
         backends=backends, batch_size=args.batch_size or 8,
         inference_batch_sizes=_positive_ints(args.inference_batch_sizes, "--inference-batch-sizes"),
         timeout=args.timeout or 1800, output=args.output or "bench.json", log=functools.partial(print, flush=True),
@@ -156,9 +158,10 @@ def _run_finetune(args):
     from keras_bert_app.benchmark.finetune_suite import format_table, run_finetune_benchmark
 
     report = run_finetune_benchmark(
-        **_same_names(args, "checkpoint", "train_size", "dev_size", "epochs", "sequence_length", "learning_rate",
-                      "workdir"),
-        datasets=_names(args.datasets), implementations=_names(args.implementations), batch_size=args.batch_size or 32,
+        **keywords(args, "checkpoint", "train_size", "dev_size", "epochs", "sequence_length", "learning_rate",
+                   "workdir"),
+        datasets=comma_separated(args.datasets), implementations=comma_separated(args.implementations),
+        batch_size=args.batch_size or 32,
         backend=(args.backends or os.environ.get("KERAS_BACKEND", "tensorflow")).split(",")[0],
         timeout=args.timeout or 3600, output=args.output or "bench_finetune.json",
         log=functools.partial(print, flush=True),
@@ -169,12 +172,3 @@ def _run_finetune(args):
         print(f"- {note}")
     print(f"- {report['settings']['machine']}")
     return 1 if report["failed_runs"] else 0
-
-
-def _same_names(args, *names):
-    """The options that pass on under their own names."""
-    return {name: getattr(args, name) for name in names}
-
-
-def _names(text):
-    return [name.strip() for name in text.split(",") if name.strip()]

@@ -20,3 +20,8 @@ def jit_compile_value(args):
 def keywords(args, *names):
     """`{name: args.name}` for parsed options that a stage function takes under the same names."""
     return {name: getattr(args, name) for name in names}
+
+
+def comma_separated(text):
+    """The stripped, non-empty items of a comma-separated option."""
+    return [name.strip() for name in text.split(",") if name.strip()]

@@ -10,8 +10,9 @@ in `--output`. Run the same command again after an interruption and it
 continues where it stopped.
 """
 
-
 import argparse
+
+from keras_bert_app.commands.options import comma_separated
 
 
 def add_arguments(parser):
@@ -50,16 +51,12 @@ def run(args):
             "minutes", "--minutes (equal pretraining time) was replaced by --budget-steps: every objective now gets "
             "the pretraining FLOPs of that many BERT steps.")
     try:
-        seeds = [int(seed) for seed in _names(args.seeds)]
+        seeds = [int(seed) for seed in comma_separated(args.seeds)]
     except ValueError:
         raise errors.ArgumentError("seeds", f"--seeds must be comma-separated integers; got {args.seeds!r}.") from None
     result = study_objectives(
         args.output, quickstart_run=args.quickstart_run, budget_steps=args.budget_steps, seeds=seeds,
-        objectives=_names(args.objectives), log=print,
+        objectives=comma_separated(args.objectives), log=print,
     )
     print(f"\nDone. Report: {result['report']}")
     return 0
-
-
-def _names(text):
-    return [name.strip() for name in text.split(",") if name.strip()]

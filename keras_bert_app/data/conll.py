@@ -67,17 +67,12 @@ def read_conll(path, labeled=True):
     with open_text(path) as file:
         for number, line in enumerate(file, 1):
             fields = line.split()
-            if not fields:
+            if not fields or fields[0] == DOCUMENT_START:
                 end_sentence()
                 continue
-            if fields[0] == DOCUMENT_START:
-                end_sentence()
-                continue
-            if labeled and len(fields) < 2:
-                raise ValueError(
-                    f"{path}:{number}: expected 'word ... tag' columns; got {line.strip()!r}."
-                )
             if labeled:
+                if len(fields) < 2:
+                    raise ValueError(f"{path}:{number}: expected 'word ... tag' columns; got {line.strip()!r}.")
                 try:
                     parse_tag(fields[-1])
                 except ValueError as error:

@@ -43,9 +43,7 @@ def expand_input_files(patterns):
             matches = sorted(glob.glob(pattern, recursive=True))
             matches = [path for path in matches if os.path.isfile(path)]
             if not matches:
-                raise FileNotFoundError(
-                    f"Input pattern {pattern!r} matches no file."
-                )
+                raise FileNotFoundError(f"Input pattern {pattern!r} matches no file.")
         elif os.path.isdir(pattern):
             raise ValueError(
                 f"Input {pattern!r} is a directory: expected corpus files "
@@ -104,10 +102,7 @@ class TokenizedCorpus:
 
     def document_sentence_range(self, document_index):
         """`(first, end)` sentence indices of a document."""
-        return (
-            int(self.document_starts[document_index]),
-            int(self.document_starts[document_index + 1]),
-        )
+        return int(self.document_starts[document_index]), int(self.document_starts[document_index + 1])
 
     def sentence_tokens(self, sentence_index):
         start, end = self.sentence_starts[sentence_index : sentence_index + 2]
@@ -238,13 +233,9 @@ def tokenize_corpus(files, tokenizer, progress=None, segmenter=None, open_binary
             "line with a blank line between documents, got only blank lines "
             "or lines that tokenize to nothing."
         )
-    token_ids = (
-        np.concatenate(token_chunks) if token_chunks else np.zeros(0, np.int32)
-    )
-    sentence_starts = np.zeros(len(sentence_lengths) + 1, dtype=np.int64)
-    np.cumsum(sentence_lengths, out=sentence_starts[1:])
-    document_starts = np.zeros(len(document_sizes) + 1, dtype=np.int64)
-    np.cumsum(document_sizes, out=document_starts[1:])
+    token_ids = np.concatenate(token_chunks) if token_chunks else np.zeros(0, np.int32)
+    sentence_starts = np.cumsum([0] + sentence_lengths, dtype=np.int64)
+    document_starts = np.cumsum([0] + document_sizes, dtype=np.int64)
     if segmenter is None:
         return TokenizedCorpus(token_ids, sentence_starts, document_starts)
     word_starts = np.concatenate(word_start_chunks) if word_start_chunks else np.zeros(0, bool)

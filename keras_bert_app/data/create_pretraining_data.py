@@ -74,13 +74,9 @@ def generate_task(corpus, maker, task):
     features, num_short = maker.group_instances(corpus, range(start, end), pass_index)
     labels = features.get("next_sentence_labels", np.zeros(0, np.int64))
     num_instances = len(features["input_ids"])
-    counts = np.array([
-        num_instances,
-        features["input_mask"].sum(),
-        np.count_nonzero(features["masked_lm_weights"]),
-        (labels == 0).sum(),
-        num_short,
-    ], dtype=np.int64)  # instances, tokens, masked, label 0 (is_next / in order), short
+    # instances, tokens, masked, label 0 (is_next / in order), short
+    counts = np.array([num_instances, features["input_mask"].sum(), np.count_nonzero(features["masked_lm_weights"]),
+                       (labels == 0).sum(), num_short], dtype=np.int64)
     return (serialize_features(features) if num_instances else []), counts
 
 
@@ -310,14 +306,9 @@ def create_pretraining_data(
     tasks = pretraining_tasks(corpus.num_documents, dupe_factor)
     records, counts = [], np.zeros(5, dtype=np.int64)
     _SHARED.update(corpus=corpus, maker=maker)
-    with _progress_bar(dupe_factor * corpus.num_documents,
-                       "docs", "pairing+masking", progress) as bar:
-        if workers == 1:
-            results = map(_generate, tasks)
-            pool = None
-        else:
-            pool = multiprocessing.get_context("fork").Pool(workers)
-            results = pool.imap(_generate, tasks)
+    with _progress_bar(dupe_factor * corpus.num_documents, "docs", "pairing+masking", progress) as bar:
+        pool = None if workers == 1 else multiprocessing.get_context("fork").Pool(workers)
+        results = map(_generate, tasks) if pool is None else pool.imap(_generate, tasks)
         try:
             for task, (task_records, task_counts) in zip(tasks, results):
                 records.extend(task_records)
@@ -335,9 +326,7 @@ def create_pretraining_data(
     with _progress_bar(num_shards, "shards", "writing", progress) as bar:
         for index, name in enumerate(names):
             shard_order = order[bounds[index] : bounds[index + 1]]
-            write_records_atomically(
-                os.path.join(output_dir, name), (records[i] for i in shard_order)
-            )
+            write_records_atomically(os.path.join(output_dir, name), (records[i] for i in shard_order))
             bar.update(1)
     for name in sorted(set(old_records) - set(names)):
         os.remove(os.path.join(output_dir, name))

@@ -25,26 +25,10 @@ DOCUMENTS_PER_GROUP = 16
 PACKED_ONCE = ("segments", "full_sentences")
 
 
-def dynamic_pretraining_dataset(
-    input_files,
-    tokenizer,
-    batch_size,
-    max_seq_length=128,
-    max_predictions_per_seq=20,
-    masked_lm_prob=0.15,
-    short_seq_prob=0.1,
-    whole_word_masking=False,
-    seed=12345,
-    shuffle_buffer_size=10000,
-    drop_remainder=False,
-    masking="token",
-    max_ngram=3,
-    segmenter=None,
-    entity_masking=False,
-    log=None,
-    pairing="nsp",
-    corruption=(0.8, 0.1),
-):
+def dynamic_pretraining_dataset(input_files, tokenizer, batch_size, max_seq_length=128, max_predictions_per_seq=20,
+                                masked_lm_prob=0.15, short_seq_prob=0.1, whole_word_masking=False, seed=12345,
+                                shuffle_buffer_size=10000, drop_remainder=False, masking="token", max_ngram=3,
+                                segmenter=None, entity_masking=False, log=None, pairing="nsp", corruption=(0.8, 0.1)):
     """A dataset of masked sentence-pair batches with fresh masks every epoch.
 
     Args:
@@ -90,15 +74,13 @@ def dynamic_pretraining_dataset(
     segment = resolve_segmenter(segmenter, entities=entity_masking)
     files = expand_input_files(input_files)
     corpus = tokenize_corpus(files, tokenizer, segmenter=segment)
-    if log is not None:
-        log(
-            f"Corpus: {corpus.num_documents:,} documents, {corpus.num_sentences:,} sentences, "
-            f"{len(corpus.token_ids):,} tokens from {len(files)} file(s)."
-        )
-    if corpus.segmentation is not None and log is not None:
+    log = log if log is not None else (lambda line: None)
+    log(f"Corpus: {corpus.num_documents:,} documents, {corpus.num_sentences:,} sentences, "
+        f"{len(corpus.token_ids):,} tokens from {len(files)} file(s).")
+    if corpus.segmentation is not None:
         log(summary_line(corpus.segmentation))
     skipped = check_pairing_corpus(corpus, pairing, "The corpus")
-    if skipped and log is not None:
+    if skipped:
         log(f"Sentence-order pairs: {skipped} of {corpus.num_documents} documents hold one sentence and are skipped.")
     vocabulary = list(tokenizer.get_vocabulary())
     if scheme == "token" and corpus.word_starts is None and pairing in PACKED_ONCE:
@@ -133,15 +115,9 @@ def dynamic_pretraining_dataset(
     }
     if pairing != "full_sentences":
         signature["next_sentence_labels"] = tf.TensorSpec([None], tf.int64)
-    dataset = tf.data.Dataset.from_generator(
-        documents_of_next_epoch, output_signature=signature
-    )
-    dataset = dataset.unbatch()
-    dataset = dataset.shuffle(shuffle_buffer_size, seed=seed)
-    dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
-    dataset = dataset.map(features_to_model_inputs)
-    return dataset.prefetch(tf.data.AUTOTUNE)
-
+    dataset = tf.data.Dataset.from_generator(documents_of_next_epoch, output_signature=signature).unbatch()
+    dataset = dataset.shuffle(shuffle_buffer_size, seed=seed).batch(batch_size, drop_remainder=drop_remainder)
+    return dataset.map(features_to_model_inputs).prefetch(tf.data.AUTOTUNE)
 
 
 def _packed_once(corpus, vocabulary, pairing, batch_size, max_seq_length, max_predictions_per_seq, masked_lm_prob,
@@ -161,9 +137,8 @@ def _packed_once(corpus, vocabulary, pairing, batch_size, max_seq_length, max_pr
         segment_ids = np.zeros_like(token_ids)
     if not len(token_ids):
         raise errors.DataError("The corpus holds no tokens to pack into sequences.")
-    if log is not None:
-        log(f"Packed once into {len(token_ids):,} sequences ({pairing}); each epoch shuffles them and masks every "
-            "batch anew.")
+    log(f"Packed once into {len(token_ids):,} sequences ({pairing}); each epoch shuffles them and masks every "
+        "batch anew.")
     return masked_batches(
         token_ids, segment_ids, num_tokens, batch_size, max_predictions_per_seq=max_predictions_per_seq,
         special_token_ids=(cls_token_id, sep_token_id), mask_token_id=vocabulary.index("[MASK]"),

@@ -70,10 +70,7 @@ def read_glue(path, task_name, labeled=True):
     wanted = [column for column in wanted if column is not None]
     texts, pairs, labels, lines = [], [], [], []
     for number, row in read_rows(path, delimiter="\t", header=header, columns=wanted if header else ()):
-        if header:
-            missing = [column for column in wanted if column not in row]
-        else:
-            missing = [column for column in wanted if column >= len(row)]
+        missing = [column for column in wanted if (column not in row if header else column >= len(row))]
         if missing:
             columns = sorted(row) if header else f"{len(row)} fields"
             raise ValueError(f"{path}:{number}: no column {missing[0]!r} (got {columns}).")
@@ -84,13 +81,8 @@ def read_glue(path, task_name, labeled=True):
             labels.append(row[task.label_column])
         lines.append(number)
     return make_examples(
-        texts,
-        pairs if task.text_pair_column is not None else None,
-        labels if labeled else None,
-        list(task.label_names) if task.label_names else None,
-        task.label_names is None,
-        str(path),
-        lines,
+        texts, pairs if task.text_pair_column is not None else None, labels if labeled else None,
+        list(task.label_names) if task.label_names else None, task.label_names is None, str(path), lines,
         label_column=task.label_column,
     )
 

@@ -80,32 +80,19 @@ def _continues_sentencepiece_word(piece):
     )
 
 
-def _whole_word_positions(token_ids, candidates, count, is_continuation, rng):
-    """Positions of randomly drawn whole words, `count` at most in total."""
-    # A word starts at a candidate that is not a `##` piece (or that follows a
-    # special token); its pieces are the candidates up to the next start.
-    is_start = ~is_continuation[token_ids[candidates]]
-    is_start |= np.diff(candidates, prepend=-2) != 1
-    word_bounds = np.append(np.flatnonzero(is_start), len(candidates))
-    chosen = []
-    for word in rng.permutation(len(word_bounds) - 1).tolist():
-        if len(chosen) >= count:
-            break
-        start, end = word_bounds[word], word_bounds[word + 1]
-        if len(chosen) + end - start > count:
-            continue
-        chosen.extend(candidates[start:end].tolist())
-    return np.sort(np.array(chosen, dtype=np.int32))
-
-
 def _whole_word_rows(token_ids, num_tokens, counts, special, is_continuation, rng):
-    """Whole-word positions, row by row: `[batch, max_predictions_per_seq]`."""
+    """Whole-word positions, row by row: `[batch, max_predictions_per_seq]`.
+
+    A word starts at a candidate that is not a `##` piece (or that follows a
+    special token); its pieces are the candidates up to the next start. Words
+    are drawn as `_unit_positions` draws them (one-word units).
+    """
     positions = np.zeros((len(token_ids), counts.max(initial=0)), dtype=np.int64)
     num_masked = np.zeros(len(token_ids), dtype=np.int64)
     for row in range(len(token_ids)):
         candidates = np.flatnonzero(~special[row, : num_tokens[row]])
-        chosen = _whole_word_positions(token_ids[row], candidates, counts[row], is_continuation, rng)
-        positions[row, : len(chosen)] = chosen
+        chosen, _ = _unit_positions(candidates, ~is_continuation[token_ids[row, candidates]], counts[row], 1, rng)
+        positions[row, : len(chosen)] = np.sort(chosen)
         num_masked[row] = len(chosen)
     return positions, num_masked
 
@@ -136,9 +123,8 @@ def mask_batch(token_ids, num_tokens, rng, special_token_ids, mask_token_id, voc
         max_predictions_per_seq]` and 0-padded.
     """
     batch_size, seq_length = token_ids.shape
-    special, counts = _special_and_counts(
-        token_ids, num_tokens, special_token_ids, masked_lm_prob, max_predictions_per_seq
-    )
+    special, counts = _special_and_counts(token_ids, num_tokens, special_token_ids, masked_lm_prob,
+                                          max_predictions_per_seq)
     if is_continuation is None:
         # The `counts` lowest of uniform scores: a uniform random subset.
         scores = rng.random((batch_size, seq_length))
@@ -153,9 +139,7 @@ def mask_batch(token_ids, num_tokens, rng, special_token_ids, mask_token_id, voc
             positions = np.argsort(scores, axis=1)
         num_masked = counts
     else:
-        positions, num_masked = _whole_word_rows(
-            token_ids, num_tokens, counts, special, is_continuation, rng
-        )
+        positions, num_masked = _whole_word_rows(token_ids, num_tokens, counts, special, is_continuation, rng)
     width = max_predictions_per_seq
     padded_positions = np.zeros((batch_size, width), dtype=np.int64)
     padded_positions[:, : positions.shape[1]] = positions[:, :width]
@@ -273,17 +257,14 @@ def mask_units_batch(token_ids, num_tokens, word_starts, rng, special_token_ids,
         kept (0.1) or all random (0.1).
     """
     batch_size, seq_length = token_ids.shape
-    special, counts = _special_and_counts(
-        token_ids, num_tokens, special_token_ids, masked_lm_prob, max_predictions_per_seq
-    )
+    special, counts = _special_and_counts(token_ids, num_tokens, special_token_ids, masked_lm_prob,
+                                          max_predictions_per_seq)
     width = max_predictions_per_seq
     positions = np.full((batch_size, width), seq_length, dtype=np.int64)
     units = np.zeros((batch_size, width), dtype=np.int64)
     for row in range(batch_size):
         candidates = np.flatnonzero(~special[row, : num_tokens[row]])
-        chosen, chosen_units = _unit_positions(
-            candidates, word_starts[row, candidates], counts[row], max_ngram, rng
-        )
+        chosen, chosen_units = _unit_positions(candidates, word_starts[row, candidates], counts[row], max_ngram, rng)
         positions[row, : len(chosen)] = chosen
         units[row, : len(chosen)] = chosen_units
     # Sort the chosen positions, padding last; units follow their positions.

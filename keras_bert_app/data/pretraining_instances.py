@@ -136,9 +136,8 @@ class InstanceMaker:
         if not spans:
             return self._features(*self._no_instances()), is_short
         pairs = [(corpus.token_ids[a[0] : a[1]], corpus.token_ids[b[0] : b[1]], label) for a, b, label in spans]
-        token_ids, segment_ids, num_tokens = pack_pairs(
-            pairs, self.max_seq_length, self.cls_token_id, self.sep_token_id
-        )
+        token_ids, segment_ids, num_tokens = pack_pairs(pairs, self.max_seq_length, self.cls_token_id,
+                                                        self.sep_token_id)
         word_starts = None
         if corpus.word_starts is not None:
             word_starts = pack_span_values(corpus.word_starts, spans, self.max_seq_length)
@@ -168,15 +167,13 @@ class InstanceMaker:
             return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}, num_short
         rng = self.document_rng(pass_index, document_indices[0])
         pieces = full_sentence_pieces(corpus, document_indices, self.max_seq_length)
-        token_ids, num_tokens = pack_pieces(
-            corpus.token_ids, pieces, self.max_seq_length, self.cls_token_id, self.sep_token_id
-        )
+        token_ids, num_tokens = pack_pieces(corpus.token_ids, pieces, self.max_seq_length, self.cls_token_id,
+                                            self.sep_token_id)
         word_starts = None
         if corpus.word_starts is not None:
             word_starts, _ = pack_pieces(corpus.word_starts, pieces, self.max_seq_length)
         masked = self._mask(token_ids, num_tokens, word_starts, rng)
-        features = self._features(np.zeros_like(token_ids), num_tokens, None, *masked)
-        return features, 0
+        return self._features(np.zeros_like(token_ids), num_tokens, None, *masked), 0
 
     def _no_instances(self):
         """`_features` arguments of no instance (a document without pairs)."""
@@ -215,6 +212,5 @@ class InstanceMaker:
         if not segmented:
             word_starts = ~self.is_continuation[token_ids]
         max_ngram = self.max_ngram if self.masking == "ngram" else 1
-        return mask_units_batch(
-            token_ids, num_tokens, word_starts, rng, special_token_ids, *settings, max_ngram=max_ngram
-        )
+        return mask_units_batch(token_ids, num_tokens, word_starts, rng, special_token_ids, *settings,
+                                max_ngram=max_ngram)

@@ -127,9 +127,7 @@ def create_pair_spans(corpus, document_index, rng, max_seq_length, short_seq_pro
             "Separate the documents of the corpus with blank lines."
         )
     max_num_tokens = max_seq_length - 3
-    target_length, is_short = target_sequence_length(
-        rng, max_num_tokens, short_seq_prob
-    )
+    target_length, is_short = target_sequence_length(rng, max_num_tokens, short_seq_prob)
     first, end = corpus.document_sentence_range(document_index)
     # Token offsets of the document's sentences.
     offsets = corpus.sentence_starts[first : end + 1].tolist()
@@ -147,17 +145,13 @@ def create_pair_spans(corpus, document_index, rng, max_seq_length, short_seq_pro
             span_a = offsets[chunk_start], offsets[a_end]
             if num_chunk_sentences == 1 or rng.random() < 0.5:
                 label = RANDOM_NEXT
-                span_b = _random_next_segment(
-                    corpus, document_index, target_length - (span_a[1] - span_a[0]), rng
-                )
+                span_b = _random_next_segment(corpus, document_index, target_length - (span_a[1] - span_a[0]), rng)
                 # The sentences of the chunk after A are put back.
                 sentence = a_end - 1
             else:
                 label = IS_NEXT
                 span_b = offsets[a_end], offsets[sentence + 1]
-            length_a, length_b = truncated_lengths(
-                span_a[1] - span_a[0], span_b[1] - span_b[0], max_num_tokens
-            )
+            length_a, length_b = truncated_lengths(span_a[1] - span_a[0], span_b[1] - span_b[0], max_num_tokens)
             spans.append((_cut(span_a, length_a, rng), _cut(span_b, length_b, rng), label))
             chunk_start = sentence + 1
         sentence += 1
@@ -179,7 +173,7 @@ def pack_pairs(pairs, max_seq_length, cls_token_id, sep_token_id):
         `B [SEP]`, padding is 0) and int64 `[num_pairs]`.
     """
     token_ids = np.zeros((len(pairs), max_seq_length), dtype=np.int32)
-    segment_ids = np.zeros((len(pairs), max_seq_length), dtype=np.int32)
+    segment_ids = np.zeros_like(token_ids)
     num_tokens = np.zeros(len(pairs), dtype=np.int64)
     for row, (tokens_a, tokens_b, _) in enumerate(pairs):
         b_start = len(tokens_a) + 2

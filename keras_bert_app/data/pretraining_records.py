@@ -25,15 +25,8 @@ RECORD_SUFFIX = ".tfrecord"
 SUMMARY_FILE = "pretraining_data.json"
 PAIR_LABEL_FEATURE = "next_sentence_labels"
 
-
-INT64_FEATURES = (
-    "input_ids",
-    "input_mask",
-    "segment_ids",
-    "masked_lm_positions",
-    "masked_lm_ids",
-    "next_sentence_labels",
-)
+INT64_FEATURES = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
+                  PAIR_LABEL_FEATURE)
 FLOAT_FEATURES = ("masked_lm_weights",)
 
 # Protocol-buffer wire format of `tf.train.Example`, written directly: it is
@@ -141,10 +134,7 @@ def serialize_features(features):
         values = values.reshape(len(values), -1)
         prefix = _PREFIXES[name][values.shape[1] * 4]
         columns.append([prefix + row.tobytes() for row in values])
-    return [
-        _delimited(_LENGTH_DELIMITED_FIELD_1, b"".join(entries))
-        for entries in zip(*columns)
-    ]
+    return [_delimited(_LENGTH_DELIMITED_FIELD_1, b"".join(entries)) for entries in zip(*columns)]
 
 
 def write_records_atomically(path, records):
@@ -214,21 +204,9 @@ def features_to_model_inputs(features):
     return x, y, sample_weight
 
 
-def pretraining_dataset(
-    file_pattern,
-    batch_size,
-    max_seq_length=128,
-    max_predictions_per_seq=20,
-    shuffle=True,
-    seed=None,
-    repeat=False,
-    drop_remainder=False,
-    shuffle_buffer_size=10000,
-    input_context=None,
-    num_shards=None,
-    shard_index=None,
-    pair_labels=True,
-):
+def pretraining_dataset(file_pattern, batch_size, max_seq_length=128, max_predictions_per_seq=20, shuffle=True,
+                        seed=None, repeat=False, drop_remainder=False, shuffle_buffer_size=10000, input_context=None,
+                        num_shards=None, shard_index=None, pair_labels=True):
     """Batches for `BertPretrainer` from pretraining TFRecords.
 
     Args:
@@ -269,14 +247,10 @@ def pretraining_dataset(
         shard_index = input_context.input_pipeline_id
         batch_size = input_context.get_per_replica_batch_size(batch_size)
     elif (num_shards is None) != (shard_index is None):
-        raise ValueError(
-            "Pass both num_shards and shard_index or neither, got "
-            f"num_shards={num_shards}, shard_index={shard_index}."
-        )
+        raise ValueError("Pass both num_shards and shard_index or neither, got "
+                         f"num_shards={num_shards}, shard_index={shard_index}.")
     if num_shards is not None and not 0 <= shard_index < num_shards:
-        raise ValueError(
-            f"shard_index must be in [0, {num_shards}), got {shard_index}."
-        )
+        raise ValueError(f"shard_index must be in [0, {num_shards}), got {shard_index}.")
 
     dataset = tf.data.Dataset.from_tensor_slices(files)
     shard_by_file = num_shards is not None and len(files) >= num_shards
@@ -310,9 +284,7 @@ def existing_records(directory):
     """The `*.tfrecord` files already in a directory, sorted."""
     if not os.path.isdir(directory):
         return []
-    return sorted(
-        name for name in os.listdir(directory) if name.endswith(RECORD_SUFFIX)
-    )
+    return sorted(name for name in os.listdir(directory) if name.endswith(RECORD_SUFFIX))
 
 
 def shard_name(index, num_shards):

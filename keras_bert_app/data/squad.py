@@ -128,8 +128,7 @@ def check_answers(example):
 
 
 def _example(qa, context, title, source, where, seen):
-    qas_id = _get(qa, "id", (str, int), source, where)
-    qas_id = str(qas_id)
+    qas_id = str(_get(qa, "id", (str, int), source, where))
     if qas_id in seen:
         raise ValueError(f"{source}: {where}.id {qas_id!r} appears twice; ids must be unique.")
     seen.add(qas_id)

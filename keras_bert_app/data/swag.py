@@ -52,16 +52,13 @@ def read_swag(path, num_choices=4, labeled=True):
     contexts, choices, labels, lines = [], [], [], []
     wanted = ["sent1", "sent2", *endings, *(["label"] if labeled else [])]
     for number, row in read_rows(path, delimiter=",", columns=wanted):
-        missing = [c for c in ("sent1", "sent2", *endings) if c not in row]
-        if labeled and "label" not in row:
-            missing.append("label")
+        missing = [c for c in wanted if c not in row]
         if missing:
             raise ValueError(f"{path}:{number}: no column {missing[0]!r}; the columns are {sorted(row)}.")
         extra = [c for c in row if c.startswith("ending") and c not in endings]
         if extra:
-            raise ValueError(
-                f"{path}:{number}: expected {num_choices} endings ({endings}); the file also has {extra}."
-            )
+            raise ValueError(f"{path}:{number}: expected {num_choices} endings ({endings}); "
+                             f"the file also has {extra}.")
         empty = [c for c in endings if not row[c].strip()]
         if empty:
             raise ValueError(f"{path}:{number}: expected {num_choices} endings; {empty} empty.")
@@ -70,9 +67,7 @@ def read_swag(path, num_choices=4, labeled=True):
         if labeled:
             label = row["label"].strip()
             if label not in {str(i) for i in range(num_choices)}:
-                raise ValueError(
-                    f"{path}:{number}: label {label!r} is not a choice index 0..{num_choices - 1}."
-                )
+                raise ValueError(f"{path}:{number}: label {label!r} is not a choice index 0..{num_choices - 1}.")
             labels.append(int(label))
         lines.append(number)
     return ChoiceExamples(contexts, choices, labels if labeled else None, str(path), lines)
@@ -104,10 +99,8 @@ def multiple_choice_examples(examples, preprocessor):
     num_choices = examples.num_choices
     contexts = [[context] * num_choices for context in examples.contexts]
     features = (contexts, examples.choices)
-    if examples.labels is not None:
-        dataset = tf.data.Dataset.from_tensor_slices((features, tf.constant(examples.labels, "int32")))
-    else:
-        dataset = tf.data.Dataset.from_tensor_slices((features,))
+    labels = () if examples.labels is None else (tf.constant(examples.labels, "int32"),)
+    dataset = tf.data.Dataset.from_tensor_slices((features, *labels))
 
     def pack(segments, *labels):
         first, second = (tf.reshape(s, [-1]) for s in segments)  # (batch * choices,)

@@ -81,15 +81,8 @@ def read_rows(path, delimiter=None, header=True, columns=()):
                 yield number, dict(zip(names, row))
 
 
-def read_text_classification(
-    path,
-    text_column,
-    label_column=None,
-    text_pair_column=None,
-    label_names=None,
-    regression=False,
-    delimiter=None,
-):
+def read_text_classification(path, text_column, label_column=None, text_pair_column=None, label_names=None,
+                             regression=False, delimiter=None):
     """Read a CSV (.csv), TSV (.tsv) or JSON lines (.jsonl) file with named columns.
 
     Args:
@@ -195,11 +188,9 @@ def classification_examples(examples, preprocessor):
     if not len(examples):
         raise ValueError(f"{examples.source}: no examples.")
     features = (examples.texts,) if examples.text_pairs is None else (examples.texts, examples.text_pairs)
-    if examples.labels is not None:
-        dtype = "int32" if examples.label_names is not None else "float32"
-        dataset = tf.data.Dataset.from_tensor_slices((features, tf.constant(examples.labels, dtype)))
-    else:
-        dataset = tf.data.Dataset.from_tensor_slices((features,))
+    dtype = "int32" if examples.label_names is not None else "float32"
+    labels = () if examples.labels is None else (tf.constant(examples.labels, dtype),)
+    dataset = tf.data.Dataset.from_tensor_slices((features, *labels))
 
     def pack(segments, *labels):
         inputs = preprocessor(segments[0] if len(segments) == 1 else tuple(segments))
@@ -208,19 +199,16 @@ def classification_examples(examples, preprocessor):
     return packed_examples(dataset, pack, len(examples))
 
 
+_SUFFIX_KINDS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".tsv": "tsv", ".txt": "tsv", ".csv": "csv"}
+
+
 def _file_kind(path, delimiter):
-    if delimiter == "\t":
-        return "tsv"
-    if delimiter == ",":
-        return "csv"
+    if delimiter in ("\t", ","):
+        return "tsv" if delimiter == "\t" else "csv"
     suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        return "jsonl"
-    if suffix in (".tsv", ".txt"):
-        return "tsv"
-    if suffix == ".csv":
-        return "csv"
-    raise ValueError(f"{path}: cannot tell the format from {suffix!r}; expected .csv, .tsv or .jsonl.")
+    if suffix not in _SUFFIX_KINDS:
+        raise ValueError(f"{path}: cannot tell the format from {suffix!r}; expected .csv, .tsv or .jsonl.")
+    return _SUFFIX_KINDS[suffix]
 
 
 def _read_jsonl(path):

@@ -127,9 +127,7 @@ class BertEncoder(keras.Model):
         if width != hidden_dim:
             # (batch, seq, E) -> (batch, seq, H), after the embeddings' LayerNorm and dropout.
             embedding_projection = keras.layers.Dense(
-                hidden_dim,
-                kernel_initializer=truncated_normal(initializer_range),
-                dtype=dtype,
+                hidden_dim, kernel_initializer=truncated_normal(initializer_range), dtype=dtype,
                 name="embedding_projection",
             )
         blocks = [
@@ -148,18 +146,12 @@ class BertEncoder(keras.Model):
             for index in range(num_layers // layers_per_group)
         ]
         pooler = keras.layers.Dense(
-            hidden_dim,
-            activation="tanh",
-            kernel_initializer=truncated_normal(initializer_range),
-            dtype=dtype,
+            hidden_dim, activation="tanh", kernel_initializer=truncated_normal(initializer_range), dtype=dtype,
             name="pooler",
         )
 
         # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in INPUT_NAMES
-        }
+        inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
         hidden_states = embeddings(inputs["token_ids"], inputs["segment_ids"])
         if embedding_projection is not None:
             hidden_states = embedding_projection(hidden_states)
@@ -178,16 +170,9 @@ class BertEncoder(keras.Model):
                 hidden_states, first = block(hidden_states, padding_mask=inputs["padding_mask"], with_first=True)
             encoder_outputs.append(hidden_states)
         pooled_output = pooler(first[:, 0, :])  # (batch, hidden) from [CLS]
-        super().__init__(
-            inputs=inputs,
-            outputs={
-                "sequence_output": hidden_states,
-                "pooled_output": pooled_output,
-                "encoder_outputs": encoder_outputs,
-            },
-            dtype=dtype,
-            **kwargs,
-        )
+        outputs = {"sequence_output": hidden_states, "pooled_output": pooled_output,
+                   "encoder_outputs": encoder_outputs}
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
         self.vocabulary_size = vocabulary_size
@@ -284,19 +269,8 @@ class BertEncoder(keras.Model):
 
 
 _CONFIG_KEYS = (
-    "vocabulary_size",
-    "num_layers",
-    "num_heads",
-    "hidden_dim",
-    "intermediate_dim",
-    "dropout",
-    "max_sequence_length",
-    "num_segments",
-    "activation",
-    "layer_norm_epsilon",
-    "initializer_range",
-    "embedding_dim",
-    "num_groups",
+    "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim", "dropout", "max_sequence_length",
+    "num_segments", "activation", "layer_norm_epsilon", "initializer_range", "embedding_dim", "num_groups",
 )
 
 
@@ -322,18 +296,9 @@ def _checked_shared_embeddings(embeddings, vocabulary_size, width, max_sequence_
             f"shared_embeddings must be a BertEmbeddings layer (another encoder's `.embeddings`); "
             f"got {type(embeddings).__name__}.",
         )
-    expected = {
-        "vocabulary_size": vocabulary_size,
-        "embedding_dim": width,
-        "max_sequence_length": max_sequence_length,
-        "num_segments": num_segments,
-    }
-    found = {
-        "vocabulary_size": embeddings.vocabulary_size,
-        "embedding_dim": embeddings.hidden_dim,
-        "max_sequence_length": embeddings.max_sequence_length,
-        "num_segments": embeddings.num_segments,
-    }
+    expected = {"vocabulary_size": vocabulary_size, "embedding_dim": width,
+                "max_sequence_length": max_sequence_length, "num_segments": num_segments}
+    found = {key: getattr(embeddings, "hidden_dim" if key == "embedding_dim" else key) for key in expected}
     differences = [f"{key} {found[key]} there, {expected[key]} here" for key in expected if found[key] != expected[key]]
     if differences:
         raise errors.ArgumentError(

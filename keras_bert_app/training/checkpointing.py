@@ -40,12 +40,8 @@ def list_checkpoints(directory):
     directory = pathlib.Path(directory)
     if not directory.is_dir():
         return []
-    found = []
-    for path in directory.iterdir():
-        match = CHECKPOINT_PATTERN.match(path.name)
-        if match:
-            found.append((int(match.group(1)), path))
-    return sorted(found)
+    matches = ((CHECKPOINT_PATTERN.match(path.name), path) for path in directory.iterdir())
+    return sorted((int(match.group(1)), path) for match, path in matches if match)
 
 
 def restore_latest(model, directory):

@@ -18,6 +18,7 @@ from keras_bert_app import errors
 TF_STRATEGIES = ("tpu", "mirrored", "multi_worker", "cpu")
 JAX_DISTRIBUTIONS = ("data_parallel", "model_parallel")
 STRATEGY_NAMES = ("auto", *TF_STRATEGIES, *JAX_DISTRIBUTIONS)
+TPU_ADVICE = "On Colab pick a TPU runtime; on Cloud pass --tpu NAME; or use another --strategy."
 
 
 class TrainingDistribution:
@@ -46,10 +47,8 @@ class TrainingDistribution:
         """The per-replica share of `global_batch_size`; it must divide evenly."""
         if global_batch_size % self.num_replicas:
             raise errors.ArgumentError(
-                "batch_size",
-                f"Batch size {global_batch_size} is not divisible by the "
-                f"{self.num_replicas} replicas of the {self.name!r} strategy: use a "
-                f"multiple of {self.num_replicas}."
+                "batch_size", f"Batch size {global_batch_size} is not divisible by the {self.num_replicas} replicas "
+                f"of the {self.name!r} strategy: use a multiple of {self.num_replicas}."
             )
         return global_batch_size // self.num_replicas
 
@@ -59,9 +58,7 @@ class TrainingDistribution:
         if self.name != "multi_worker":
             return True
         resolver = self.strategy.cluster_resolver
-        return resolver.task_type in (None, "chief") or (
-            resolver.task_type == "worker" and resolver.task_id == 0
-        )
+        return resolver.task_type in (None, "chief") or (resolver.task_type == "worker" and resolver.task_id == 0)
 
     def __repr__(self):
         return f"TrainingDistribution({self.name!r}, num_replicas={self.num_replicas})"
@@ -92,15 +89,13 @@ def create_distribution(name="auto", tpu_address=None, model_parallel_size=None)
         return _auto(backend, tpu_address)
     if name in TF_STRATEGIES and backend != "tensorflow":
         raise errors.ArgumentError(
-            "strategy",
-            f"Strategy {name!r} is a tf.distribute strategy: run with "
-            f"KERAS_BACKEND=tensorflow (the backend is {backend!r})."
+            "strategy", f"Strategy {name!r} is a tf.distribute strategy: run with KERAS_BACKEND=tensorflow (the "
+            f"backend is {backend!r})."
         )
     if name in JAX_DISTRIBUTIONS and backend != "jax":
         raise errors.ArgumentError(
-            "strategy",
-            f"Strategy {name!r} uses keras.distribution: run with KERAS_BACKEND=jax "
-            f"(the backend is {backend!r})."
+            "strategy", f"Strategy {name!r} uses keras.distribution: run with KERAS_BACKEND=jax (the backend is "
+            f"{backend!r})."
         )
     if name == "tpu":
         return _tpu(tpu_address)
@@ -179,7 +174,7 @@ def _tpu(tpu_address):
         raise errors.ArgumentError(
             "tpu",
             f"No TPU found at {where}: {str(error).splitlines()[0] if str(error) else type(error).__name__}. "
-            "On Colab pick a TPU runtime; on Cloud pass --tpu NAME; or use another --strategy."
+            + TPU_ADVICE
         ) from None
     strategy = tf.distribute.TPUStrategy(resolver)
     return TrainingDistribution("tpu", strategy.num_replicas_in_sync, strategy=strategy)
@@ -188,11 +183,11 @@ def _tpu(tpu_address):
 def _check_tpu_reachable(tpu_address, timeout_seconds=10):
     """Fail fast where TF's connect would wait: no local TPU, or a dead grpc address."""
     address = tpu_address or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR") or ""
-    advice = "On Colab pick a TPU runtime; on Cloud pass --tpu NAME; or use another --strategy."
     if not address:
         local = [path for path in ("/dev/accel0", "/dev/vfio/0") if os.path.exists(path)]
         if not local:
-            raise errors.ArgumentError("tpu", f"No TPU found on this machine (no TPU device, no TPU_NAME). {advice}")
+            raise errors.ArgumentError(
+                "tpu", f"No TPU found on this machine (no TPU device, no TPU_NAME). {TPU_ADVICE}")
         return
     target = address[len("grpc://"):] if address.startswith("grpc://") else address
     host, _, port = target.rpartition(":")
@@ -202,7 +197,7 @@ def _check_tpu_reachable(tpu_address, timeout_seconds=10):
         try:
             socket.create_connection((host, int(port)), timeout=timeout_seconds).close()
         except OSError as error:
-            raise errors.ArgumentError("tpu", f"No TPU found at {address!r}: {error}. {advice}") from None
+            raise errors.ArgumentError("tpu", f"No TPU found at {address!r}: {error}. {TPU_ADVICE}") from None
 
 
 def _mirrored():
@@ -227,9 +222,8 @@ def _multi_worker():
 
     if not os.environ.get("TF_CONFIG"):
         raise errors.ArgumentError(
-            "strategy",
-            "Strategy 'multi_worker' needs TF_CONFIG (cluster and task of this "
-            "worker) in the environment; it is not set."
+            "strategy", "Strategy 'multi_worker' needs TF_CONFIG (cluster and task of this worker) in the "
+            "environment; it is not set."
         )
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     return TrainingDistribution("multi_worker", strategy.num_replicas_in_sync, strategy=strategy)
@@ -247,17 +241,13 @@ def _model_parallel(model_parallel_size):
     model_parallel_size = model_parallel_size or len(devices)
     if len(devices) % model_parallel_size:
         raise errors.ArgumentError(
-            "model_parallel_size",
-            f"model_parallel_size {model_parallel_size} does not divide the "
-            f"{len(devices)} devices."
+            "model_parallel_size", f"model_parallel_size {model_parallel_size} does not divide the {len(devices)} "
+            "devices."
         )
     batch_size = len(devices) // model_parallel_size
-    mesh = keras.distribution.DeviceMesh(
-        shape=(batch_size, model_parallel_size), axis_names=("batch", "model"), devices=devices
-    )
-    distribution = keras.distribution.ModelParallel(
-        layout_map=bert_layout_map(mesh), batch_dim_name="batch"
-    )
+    mesh = keras.distribution.DeviceMesh(shape=(batch_size, model_parallel_size), axis_names=("batch", "model"),
+                                         devices=devices)
+    distribution = keras.distribution.ModelParallel(layout_map=bert_layout_map(mesh), batch_dim_name="batch")
     keras.distribution.set_distribution(distribution)
     return TrainingDistribution("model_parallel", batch_size, distribution=distribution)
 

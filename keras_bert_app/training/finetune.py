@@ -146,7 +146,7 @@ def finetune(
     """
     from keras_bert_app.training.distribution import STRATEGY_NAMES, distribution_in_scope_or
 
-    log = log or _quiet
+    log = log or (lambda message: None)
     task = resolve_task(task, task_options)
     task.check_training_options()
     check_preset("preset", preset)
@@ -356,7 +356,3 @@ def training_callbacks(log_dir, log=print):
 
 def _write_json(path, content):
     path.write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
-
-
-def _quiet(message):
-    pass

@@ -14,6 +14,7 @@ of the data it can learn from (`check_pairing` refuses the others).
 """
 
 import dataclasses
+import os
 from collections.abc import Callable
 
 from keras_bert_app import errors, presets
@@ -138,7 +139,7 @@ def _overrides(settings):
 
 
 def _check_has_weights(settings, resolved, resuming):
-    builtin = settings.preset in presets.names() and not _is_dir(settings.preset)
+    builtin = settings.preset in presets.names() and not os.path.isdir(settings.preset)
     if not resolved.has_weights and not builtin:
         raise errors.ArgumentError(
             "preset",
@@ -146,12 +147,6 @@ def _check_has_weights(settings, resolved, resuming):
             + (" (the run being resumed started from it)" if resuming else "")
             + ": pass a preset folder with weights, or a built-in name for fresh weights.",
         )
-
-
-def _is_dir(path):
-    import pathlib
-
-    return pathlib.Path(path).is_dir()
 
 
 def _unchanged(dataset, settings, resolved):
@@ -213,14 +208,16 @@ def _masked_lm_only(dataset, settings, resolved):
     return dataset.map(lambda x, y, sample_weight: (x, {"mlm": y["mlm"]}, sample_weight))
 
 
-def _bert_flops(pretrainer, settings):
+def _encoder_flops(encoder, sequence_length, num_predictions):
+    """`throughput.bert_training_flops` of one encoder (and its masked LM at `num_predictions` positions)."""
     from keras_bert_app.training.throughput import bert_training_flops
 
-    encoder = pretrainer.encoder
-    return bert_training_flops(
-        encoder.num_layers, encoder.hidden_dim, encoder.intermediate_dim,
-        encoder.vocabulary_size, settings.max_seq_length, settings.max_predictions,
-    )
+    return bert_training_flops(encoder.num_layers, encoder.hidden_dim, encoder.intermediate_dim,
+                               encoder.vocabulary_size, sequence_length, num_predictions)
+
+
+def _bert_flops(pretrainer, settings):
+    return _encoder_flops(pretrainer.encoder, settings.max_seq_length, settings.max_predictions)
 
 
 # === electra ===
@@ -250,22 +247,15 @@ def _check_electra(settings, resolved):
         )
 
 
-def _electra_arguments(settings):
-    arguments = {}
-    if settings.generator_size is not None:
-        arguments["generator_size"] = settings.generator_size
-    if settings.rtd_weight is not None:
-        arguments["rtd_weight"] = settings.rtd_weight
-    return arguments
-
-
 def _build_electra(settings, resolved, resuming):
     import warnings
 
     from keras_bert_app.models.electra_pretrainer import HEAD_WEIGHTS_FILE, ElectraPretrainer
 
     _check_has_weights(settings, resolved, resuming)
-    arguments = {**_electra_arguments(settings), "seed": settings.seed, **_overrides(settings)}
+    arguments = {name: getattr(settings, name) for name in ("generator_size", "rtd_weight")
+                 if getattr(settings, name) is not None}
+    arguments.update(seed=settings.seed, **_overrides(settings))
     load_weights = resolved.has_weights and not resuming
     if not load_weights and not resuming:
         settings.say(f"Preset {settings.preset!r} has no weights here: starting from freshly initialised weights.")
@@ -300,18 +290,10 @@ def _electra_batches(dataset, settings, resolved):
 
 
 def _electra_flops(pretrainer, settings):
-    from keras_bert_app.training.throughput import bert_training_flops
-
-    discriminator, generator = pretrainer.encoder, pretrainer.generator
-    sequence = settings.max_seq_length
+    discriminator, sequence = pretrainer.encoder, settings.max_seq_length
     # The discriminator: every token, plus its H x H head; the generator: a small BERT with its masked LM.
-    return bert_training_flops(
-        discriminator.num_layers, discriminator.hidden_dim, discriminator.intermediate_dim,
-        discriminator.vocabulary_size, sequence, 0,
-    ) + 3 * sequence * 2 * discriminator.hidden_dim**2 + bert_training_flops(
-        generator.num_layers, generator.hidden_dim, generator.intermediate_dim,
-        generator.vocabulary_size, sequence, settings.max_predictions,
-    )
+    return (_encoder_flops(discriminator, sequence, 0) + 3 * sequence * 2 * discriminator.hidden_dim**2
+            + _encoder_flops(pretrainer.generator, sequence, settings.max_predictions))
 
 
 def _bert_objective(name, sentence_head, pairings, prepare_batches=_unchanged):

@@ -169,10 +169,7 @@ def train(settings, resolved, pretrainer, distribution, checkpoint_dir):
     import keras
 
     from keras_bert_app.models.bert_encoder import POOLER_WITHOUT_GRADIENT
-    from keras_bert_app.training.checkpointing import (
-        ResumableCheckpoint,
-        restore_latest,
-    )
+    from keras_bert_app.training.checkpointing import ResumableCheckpoint, restore_latest
     from keras_bert_app.training.objectives import get_objective
     from keras_bert_app.training.pretraining_inputs import pretraining_batches
     from keras_bert_app.training.run_folder import PRESET_FOLDER, write_preset

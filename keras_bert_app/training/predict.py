@@ -68,25 +68,14 @@ def predict(
             missing input.
         ValueError: input that cannot be read.
     """
-    from keras_bert_app.convert.local_preset import preset_folder
-
-    log = log or _quiet
+    log = log or (lambda message: None)
     check_preset("preset", preset)
     input_path = errors.check_file("input", input)
     output = errors.check_path("output", output)
     errors.check_int("batch_size", batch_size, minimum=1)
     errors.check_type("bucketing", bucketing, bool)
-    preset = preset_folder(preset, log, task=True)  # a run folder's preset/; an HF task checkpoint converted
-    fine_tuned = _fine_tuned_task(preset, task, task_options)
-    fine_tuned.prepare(preset)
-    fine_tuned.bucketing = bucketing
-    examples = fine_tuned.read(input_path, labeled=False)
-    if not len(examples):
-        raise errors.DataError(f"{input_path}: no examples to predict.")
-    split = fine_tuned.featurize("input", examples)
-    log(fine_tuned.summary(split))
-    model = fine_tuned.build_model(preset)
-    model.compile()  # as `finetune`: the logits of its dev predictions
+    fine_tuned, split, model = _task_input_and_model(preset, input_path, task, task_options, bucketing, log,
+                                                     labeled=False, nothing="no examples to predict")
     logits = fine_tuned.logits(model, split, batch_size)
     predictions = fine_tuned.decode(split, logits)
     paths = fine_tuned.write_predictions(output, split, predictions, logits=logits)
@@ -126,26 +115,34 @@ def evaluate(
             task; `MissingFileError` for a missing input.
         ValueError: input that cannot be read.
     """
-    from keras_bert_app.convert.local_preset import preset_folder
-
-    log = log or _quiet
+    log = log or (lambda message: None)
     check_preset("preset", preset)
     input_path = errors.check_file("input", input)
     errors.check_int("batch_size", batch_size, minimum=1)
     errors.check_type("bucketing", bucketing, bool)
-    preset = preset_folder(preset, log, task=True)
-    fine_tuned = _fine_tuned_task(preset, None, {})
+    fine_tuned, split, model = _task_input_and_model(preset, input_path, None, {}, bucketing, log,
+                                                     labeled=True, nothing="no examples to evaluate on")
+    predictions = fine_tuned.decode(split, fine_tuned.logits(model, split, batch_size))
+    return {**fine_tuned.metrics(split, predictions), **fine_tuned.statistics(split)}
+
+
+def _task_input_and_model(preset, input_path, task, task_options, bucketing, log, labeled, nothing):
+    """The preset's fine-tuned task, the input read and featurized its way, and its model compiled as `finetune`
+    compiles it (the logits of its dev predictions, near-ties included)."""
+    from keras_bert_app.convert.local_preset import preset_folder
+
+    preset = preset_folder(preset, log, task=True)  # a run folder's preset/; an HF task checkpoint converted
+    fine_tuned = _fine_tuned_task(preset, task, task_options)
     fine_tuned.prepare(preset)
     fine_tuned.bucketing = bucketing
-    examples = fine_tuned.read(input_path)
+    examples = fine_tuned.read(input_path, labeled=labeled)
     if not len(examples):
-        raise errors.DataError(f"{input_path}: no examples to evaluate on.")
+        raise errors.DataError(f"{input_path}: {nothing}.")
     split = fine_tuned.featurize("input", examples)
     log(fine_tuned.summary(split))
     model = fine_tuned.build_model(preset)
-    model.compile()  # as `finetune`: its dev scores, near-ties included
-    predictions = fine_tuned.decode(split, fine_tuned.logits(model, split, batch_size))
-    return {**fine_tuned.metrics(split, predictions), **fine_tuned.statistics(split)}
+    model.compile()
+    return fine_tuned, split, model
 
 
 def _fine_tuned_task(preset, task, task_options):
@@ -158,7 +155,3 @@ def _fine_tuned_task(preset, task, task_options):
             f"pass the preset/ folder of a `finetune {task}` run.",
         )
     return fine_tuned
-
-
-def _quiet(message):
-    pass

@@ -22,13 +22,7 @@ from keras_bert_app.training.objectives import DEFAULT_OBJECTIVE, get_objective
 from keras_bert_app.training.pretrain_settings import checked_settings
 from keras_bert_app.training.pretraining_inputs import DATA_FEATURES, data_shape, pretraining_batches
 from keras_bert_app.training.run_folder import (
-    PRESET_FOLDER,
-    RUN_CONFIG_FILE,
-    RUN_KEY_DEFAULTS,
-    RUN_KEYS,
-    check_run_dir,
-    run_config,
-    write_run_config,
+    PRESET_FOLDER, RUN_CONFIG_FILE, RUN_KEY_DEFAULTS, RUN_KEYS, check_run_dir, run_config, write_run_config,
 )
 
 # Re-exported: earlier code and tests read them here.
@@ -242,17 +236,11 @@ def _build_pretrainer(settings, resolved, resuming):
     from keras_bert_app.models.optimizer import create_optimizer
 
     pretrainer = get_objective(settings.objective).build(settings, resolved, resuming)
-    pretrainer.compile(
-        optimizer=create_optimizer(
-            settings.learning_rate,
-            total_steps=settings.steps,
-            warmup_steps=settings.warmup_steps,
-            weight_decay=settings.weight_decay,
-            name=settings.optimizer,
-            accumulation_steps=settings.accumulation_steps,
-        ),
-        jit_compile=settings.jit_compile,
+    optimizer = create_optimizer(
+        settings.learning_rate, total_steps=settings.steps, warmup_steps=settings.warmup_steps,
+        weight_decay=settings.weight_decay, name=settings.optimizer, accumulation_steps=settings.accumulation_steps,
     )
+    pretrainer.compile(optimizer=optimizer, jit_compile=settings.jit_compile)
     return pretrainer
 
 

@@ -7,27 +7,17 @@ import keras
 
 # Dense bf16/fp16 peak FLOP/s per device (vendor figures), by device-kind substring.
 PEAK_FLOPS = {
-    "H100": 989e12,
-    "H200": 989e12,  # same compute as the H100 (more, faster memory)
-    "A100": 312e12,
-    "L4": 121e12,
-    "A10G": 125e12,
-    "T4": 65e12,
-    "V100": 125e12,
-    "TPU v2": 45e12 / 2,
-    "TPU v3": 123e12 / 2,
-    "TPU v4": 275e12,
-    "TPU v5 lite": 197e12,
-    "TPU v5e": 197e12,
+    "H100": 989e12, "H200": 989e12,  # H200: same compute as the H100 (more, faster memory)
+    "A100": 312e12, "L4": 121e12, "A10G": 125e12, "T4": 65e12, "V100": 125e12,
+    "TPU v2": 45e12 / 2, "TPU v3": 123e12 / 2, "TPU v4": 275e12, "TPU v5 lite": 197e12, "TPU v5e": 197e12,
     "TPU v5p": 459e12,
 }
 # A CPU core with two AVX2 FMA units does 2 x 8 x 2 = 32 float32 FLOP per cycle.
 CPU_FLOPS_PER_CYCLE = 32
 
 
-def bert_training_flops(
-    num_layers, hidden_dim, intermediate_dim, vocabulary_size, sequence_length, num_predictions
-):
+def bert_training_flops(num_layers, hidden_dim, intermediate_dim, vocabulary_size, sequence_length,
+                        num_predictions):
     """FLOPs of one training step on one sequence (forward + backward = 3 x forward).
 
     Per token and layer: q/k/v/output projections 8H², feed-forward 4HI,
@@ -35,9 +25,8 @@ def bert_training_flops(
     2H² + 2HV (it runs only at the masked positions). Embedding lookups,
     LayerNorms, softmax and the pooler/NSP head are left out (< 1%).
     """
-    per_token = num_layers * (
-        8 * hidden_dim**2 + 4 * hidden_dim * intermediate_dim + 4 * sequence_length * hidden_dim
-    )
+    per_token = num_layers * (8 * hidden_dim**2 + 4 * hidden_dim * intermediate_dim
+                              + 4 * sequence_length * hidden_dim)
     per_prediction = 2 * hidden_dim**2 + 2 * hidden_dim * vocabulary_size
     return 3 * (sequence_length * per_token + num_predictions * per_prediction)
 
