@@ -26,6 +26,12 @@ def proportion_interval(accuracy: float, count: int) -> float:
     return max(abs(centre + half - accuracy), abs(accuracy - (centre - half)))
 
 
+def chance_auc_interval(positives: int) -> float:
+    """Half-width of the 95% range of a ROC AUC by chance, with `positives` and at least as many negatives
+    (Mann-Whitney: variance (n1 + n2 + 1) / (12 n1 n2), at its largest when n2 = n1)."""
+    return 1.959964 * math.sqrt((2 * positives + 1) / (12 * positives * positives))
+
+
 def accuracies(results: dict, name: str, seeds: Sequence[int]) -> list[float]:
     return [results[f"finetune_{name}_{seed}"] for seed in seeds]
 
@@ -79,7 +85,7 @@ def table(results: dict, rows: Sequence[str], seeds: Sequence[int]) -> str:
         probe, probe_half = _probe(results, name)
         if name == RANDOM:
             cells = ["random init", "none (the initial weights; ALBERT-style starts from its own)", "0", "0", "-", "-",
-                     f"{results['parameters_random']['encoder']:,}", "-", "-"]
+                     f"{results['parameters_random']['encoder']:,}", "-"]
         else:
             run, arm = results[f"pretrain_{name}"], ARMS[name]
             source = "records (static masks)" if arm.source == "records" else "corpus, masked at every step"
@@ -125,10 +131,16 @@ def reading(results: dict, objectives: Sequence[str], seeds: Sequence[int]) -> s
                         f"{_title(name)}{' generator' if 'detects_fakes' in value else ''} {value['prefers_true']:.3f}"
                         f" ({'above' if beyond[name] else 'not above'} 0.5 beyond its interval)"
                         for name, value in context.items()) + ".")
+        detects = False
         if "detects_fakes" in context.get("electra", {}):
-            text.append(f"ELECTRA's discriminator tells such fakes from the real tokens at AUC "
-                        f"{context['electra']['detects_fakes']:.3f} (0.5: not by their context).")
-        if not any(beyond.values()):
+            auc = context["electra"]["detects_fakes"]
+            detects = auc - chance_auc_interval(context["electra"]["slots"]) > 0.5
+            text.append(f"ELECTRA's discriminator tells such fakes from the real tokens at AUC {auc:.3f} (0.5: not "
+                        f"by their context; {'above' if detects else 'not above'} 0.5 beyond chance).")
+        if not any(beyond.values()) and detects:
+            text.append("No head learned which token fits beyond the word frequencies in this budget, but ELECTRA's "
+                        "discriminator tells frequency-drawn fakes by their context.")
+        elif not any(beyond.values()):
             text.append("No arm learned which token fits beyond the word frequencies in this budget. ELECTRA's "
                         "discriminator learns from context alone once its generator samples those frequencies, so "
                         "here it had little to learn from; a verdict on ELECTRA needs a budget at which the masked-LM "
