@@ -75,7 +75,7 @@ def two_cpus(data, tmp_path_factory):
         "scope": {"argv": _argv(data, root / "scope", "--batch-size", "4", train="train21"), "in_scope": True},
         "odd": {"argv": _argv(data, root / "odd", "--batch-size", "3", "--strategy", "mirrored"), "in_scope": False},
     }
-    request = {"runs": runs, "replicas": 2, "fit_distributed": False, "result": str(root / "result.json")}
+    request = {"runs": runs, "replicas": 2, "result": str(root / "result.json")}
     env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(REPO_ROOT), "TF_CPP_MIN_LOG_LEVEL": "3",
            "CUDA_VISIBLE_DEVICES": ""}
     done = subprocess.run([sys.executable, __file__, json.dumps(request)], env=env, capture_output=True, text=True,
@@ -155,44 +155,6 @@ def test_auto_leaves_a_tf_config_cluster_to_pretraining(monkeypatch):
     assert (distribution.name, distribution.num_replicas, distribution.strategy) == ("single", 1, None)
 
 
-def test_fit_builds_from_a_dataset_the_caller_distributed(tmp_path):
-    """`model.fit` on `strategy.experimental_distribute_dataset(...)`: its spec is per replica, not a batch's.
-
-    A process of its own: after the fine-tunes' strategies, a new one's collectives would mix up their instances."""
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "PYTHONPATH": str(REPO_ROOT), "TF_CPP_MIN_LOG_LEVEL": "3",
-           "CUDA_VISIBLE_DEVICES": ""}
-    request = {"runs": {}, "replicas": 2, "fit_distributed": True, "result": str(tmp_path / "fit.json")}
-    done = subprocess.run([sys.executable, __file__, json.dumps(request)], env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    with open(request["result"]) as file:
-        losses = json.load(file)["fit"]
-    assert set(losses) == {"plain", "distributed"} and all(np.isfinite(loss) for loss in losses.values())
-
-
-def _fit_distributed():
-    """Final losses of `fit` on a dataset, plain and distributed by the caller (logical CPUs already set)."""
-    import tensorflow as tf
-
-    import keras_bert_app as kba
-    from keras_bert_app.models.bert_encoder import BertEncoder
-
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-    rng = np.random.default_rng(0)
-    x = {"token_ids": rng.integers(5, 100, (8, 12)).astype("int32"), "segment_ids": np.zeros((8, 12), "int32"),
-         "padding_mask": np.ones((8, 12), bool)}
-    dataset = tf.data.Dataset.from_tensor_slices((x, rng.integers(0, 2, (8,)))).batch(4)
-    losses = {}
-    for kind, data in (("plain", dataset), ("distributed", strategy.experimental_distribute_dataset(dataset))):
-        with strategy.scope():  # a model not built yet each time: `fit` builds it
-            encoder = BertEncoder(vocabulary_size=100, num_layers=1, num_heads=2, hidden_dim=8, intermediate_dim=16,
-                                  max_sequence_length=16)
-            model = kba.BertClassifier(encoder, num_classes=2)
-            model.compile(learning_rate=1e-3, total_steps=2)
-        losses[kind] = model.fit(data, epochs=1, verbose=0).history["loss"][-1]
-    return losses
-
-
 def _cli_run(argv, scope=None):
     """`cli.main(argv)` (in `scope`): exit code, log, errors, history rows and dev predictions."""
     import contextlib
@@ -214,7 +176,7 @@ def _cli_run(argv, scope=None):
 
 
 def _worker(request):
-    """Set the logical CPUs, then run each fine-tune (the head's dropout 0: see the module docstring) and the fit."""
+    """Set the logical CPUs, then run each fine-tune (the head's dropout 0: see the module docstring)."""
     import tensorflow as tf
 
     cpu = tf.config.list_physical_devices("CPU")[0]
@@ -230,8 +192,6 @@ def _worker(request):
             scope = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(request["replicas"])]).scope()
         results[name] = _cli_run(run["argv"], scope)
     BertClassifier.__init__.__defaults__ = defaults
-    if request["fit_distributed"]:
-        results["fit"] = _fit_distributed()
     with open(request["result"], "w") as file:
         json.dump(results, file)
 
