@@ -202,6 +202,38 @@ def test_the_reading_says_when_an_arm_learned_which_token_fits(auc, detects):
             not learned and detects)
 
 
+def _study_results(budget, steps, tuned, fits, electra_fits=0.5, auc=0.5):
+    """A finished study's results as the report reads them: BERT and ELECTRA pretrained, the random encoder."""
+    results = {"settings": {"budget_steps": budget}, "bag_of_words": 0.5}
+    for name, accuracy in (("bert", tuned["bert"]), ("electra", tuned["electra"]), ("random", 0.5)):
+        results.update({f"finetune_{name}_{seed}": accuracy + 0.01 * seed for seed in (0, 1, 2)})
+        results[f"probe_{name}"] = {"cls": accuracy, "dev_size": 400}
+    for name, rate in (("bert", 1e-3), ("electra", 1.25e-4)):
+        results[f"pretrain_{name}"] = {"steps": steps[name], "learning_rate": rate}
+    results["context_bert"] = {"prefers_true": fits, "slots": 2000}
+    results["context_electra"] = {"prefers_true": electra_fits, "slots": 2000, "detects_fakes": auc}
+    return results
+
+
+@pytest.mark.parametrize("electra_fits", [0.51, 0.6])
+def test_the_steps_ablation_reads_two_budgets_and_says_why_electra_gains_less(electra_fits):
+    from keras_bert_app.demo.objectives_study_report import budget_ablation
+
+    smaller = _study_results(1500, {"bert": 1500, "electra": 1390}, {"bert": 0.6, "electra": 0.52}, 0.51)
+    larger = _study_results(10000, {"bert": 10000, "electra": 9280}, {"bert": 0.8, "electra": 0.6}, 0.82,
+                            electra_fits, auc=0.55)
+    text = budget_ablation(smaller, larger)
+    header, _, bert, electra, _, reading = text.splitlines()
+    assert "steps at 1,500 → 10,000 BERT steps' FLOPs" in header
+    assert bert.startswith("| BERT | 1,500 → 10,000 | 0.610 ± 0.025 → 0.810 ± 0.025 | 0.600 → 0.800 | 0.510 → 0.820 | - |")
+    assert electra.startswith(f"| ELECTRA | 1,390 → 9,280 | 0.530 ± 0.025 → 0.610 ± 0.025 | 0.520 → 0.600 | "
+                              f"0.500 → {electra_fits:.3f} | 0.500 → 0.550 |")
+    assert "BERT +20.0 points; ELECTRA +8.0 points." in reading
+    # Why: only while ELECTRA's generator is still at the word frequencies and a masked-LM head is past them.
+    assert ("ELECTRA's generator (a quarter of the encoder, at ELECTRA's rate 0.000125 against 0.001) prefers the "
+            "true token at only 0.510" in reading) == (electra_fits == 0.51)
+
+
 def test_the_chance_range_of_an_auc_is_the_mann_whitney_null():
     """The AUC of random scores over n positives and n negatives: 95% of draws within the stated half-width."""
     from sklearn.metrics import roc_auc_score

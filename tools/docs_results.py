@@ -43,7 +43,7 @@ class Result:
     folder: str
     files: dict  # file name -> required key paths ("a.b", "rows[].x": every element of a list)
     plots: tuple = ()
-    optional_files: tuple = ()
+    optional_files: dict = dataclasses.field(default_factory=dict)  # as `files`, read where the run has them
 
 
 QUICKSTART_FILES = {
@@ -77,6 +77,8 @@ RESULTS = {
         "objectives-study", "Objectives study", "keras-bert-app study objectives", "objectives_study",
         {"results.json": ("recipe", "parameters_random")},
         plots=("report.png",),
+        # The same study at a smaller --budget-steps, placed in the run folder before `collect`: the steps ablation.
+        optional_files={"smaller_budget/results.json": ("recipe", "parameters_random", "settings.budget_steps")},
     ),
     "chinese-masking": Result(
         "chinese-masking", "Chinese masking study", "python tools/chinese_masking_study.py", "chinese_masking",
@@ -149,6 +151,8 @@ def load_result(result, data_dir=DATA):
     """{file name: JSON object} of `result`, each file checked; `provenance` as recorded by `collect` (or {})."""
     folder = pathlib.Path(data_dir) / result.folder
     files = {name: load(folder / name, result.command, keys) for name, keys in result.files.items()}
+    files.update({name: load(folder / name, result.command, keys) for name, keys in result.optional_files.items()
+                  if (folder / name).is_file()})
     provenance_path = folder / PROVENANCE
     provenance = load(provenance_path, result.command, ("source",)) if provenance_path.is_file() else {}
     return files, provenance
@@ -192,6 +196,7 @@ def collect(name, source, data_dir=DATA, command=None):
         pairs = {json_names[0]: source}
     else:
         pairs = {entry: source / entry for entry in json_names}
+        pairs.update({entry: source / entry for entry in result.optional_files if (source / entry).is_file()})
         for arm in ("", *(f"{arm}/" for arm in ("token", "whole_word", "ngram") if name == "chinese-masking")):
             for entry in stage_files(source / arm) if (source / arm / "stages").is_dir() else []:
                 pairs.setdefault(arm + entry, source / arm / entry)
@@ -199,8 +204,8 @@ def collect(name, source, data_dir=DATA, command=None):
             if (source / extra).is_file():
                 pairs.setdefault(extra, source / extra)
     for entry, path in pairs.items():
-        if entry in result.files:
-            load(path, result.command, result.files[entry])
+        if entry in result.files or entry in result.optional_files:
+            load(path, result.command, {**result.files, **result.optional_files}[entry])
     target = pathlib.Path(data_dir) / result.folder
     staging = target.with_name(target.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)

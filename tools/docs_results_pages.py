@@ -205,7 +205,7 @@ def quickstart(result, files, provenance, folder):
 
 
 def objectives_study(result, files, provenance, folder):
-    from keras_bert_app.demo.objectives_study_report import context_cell, reading
+    from keras_bert_app.demo.objectives_study_report import budget_ablation, context_cell, reading
 
     data = files["results.json"]
     arms = [key.removeprefix("probe_") for key in data if key.startswith("probe_")]
@@ -253,4 +253,9 @@ def objectives_study(result, files, provenance, folder):
                     provenance),
         _table(header, rows),
         reading(data, objectives, sorted(seeds)) if objectives and "random" in arms and "bag_of_words" in data else "",
-    ]) + "\n"
+    ] + ([] if "smaller_budget/results.json" not in files else [
+        "## Steps ablation: the same study at a smaller budget",
+        f"`keras-bert-app study objectives --budget-steps "
+        f"{files['smaller_budget/results.json']['settings']['budget_steps']}`, the same data, recipes and seeds.",
+        budget_ablation(files["smaller_budget/results.json"], data),
+    ])) + "\n"

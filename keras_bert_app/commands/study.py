@@ -1,8 +1,8 @@
 """`keras-bert-app study objectives`: BERT, RoBERTa-, ALBERT-style and ELECTRA at equal pretraining FLOPs.
 
-    keras-bert-app study objectives                                    # about 30 minutes on 2 idle CPU cores
+    keras-bert-app study objectives                                    # about 2.5 hours on 2 idle CPU cores
     keras-bert-app study objectives --quickstart-run quickstart_run --output runs/objectives_study
-    keras-bert-app study objectives --budget-steps 3000 --seeds 0,1,2,3,4,5,6,7 --objectives bert,electra
+    keras-bert-app study objectives --budget-steps 1500 --seeds 0,1,2,3,4,5,6,7 --objectives bert,electra
 
 Calls `kba.study_objectives` (keras_bert_app/demo/objectives_study.py says
 what each stage does): writes `results.json`, `report.md` and `report.png`

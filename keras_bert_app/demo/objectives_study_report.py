@@ -149,6 +149,54 @@ def reading(results: dict, objectives: Sequence[str], seeds: Sequence[int]) -> s
     return " ".join(text)
 
 
+def _arm_figures(results, name, seeds):
+    """(fine-tuned mean and half-width, probe [CLS] and half-width, the context figures or None) of one arm."""
+    return (mean_interval(accuracies(results, name, seeds)), _probe(results, name), results.get(f"context_{name}"))
+
+
+def budget_ablation(smaller: dict, larger: dict) -> str:
+    """The steps ablation: the arms of two runs of the study at different `--budget-steps` (Markdown table and a
+    reading); why an arm gains more or less from a larger budget, as far as the which-token-fits check says."""
+    budgets = [results["settings"]["budget_steps"] for results in (smaller, larger)]
+    arms = [name for name in ARMS if f"pretrain_{name}" in smaller and f"pretrain_{name}" in larger]
+    seeds = [sorted(int(key.rsplit("_", 1)[1]) for key in results if key.startswith(f"finetune_{RANDOM}_"))
+             for results in (smaller, larger)]
+    lines = [
+        f"| encoder | steps at {budgets[0]:,} → {budgets[1]:,} BERT steps' FLOPs | fine-tuned | probe `[CLS]` | which "
+        "token fits (0.5: frequencies only) | ELECTRA's discriminator AUC on frequency-drawn fakes |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    gains = {}
+    for name in arms:
+        (fine_a, probe_a, context_a), (fine_b, probe_b, context_b) = (
+            _arm_figures(results, name, arm_seeds) for results, arm_seeds in zip((smaller, larger), seeds))
+        gains[name] = fine_b[0] - fine_a[0]
+        fits = (f"{context_a['prefers_true']:.3f} → {context_b['prefers_true']:.3f}"
+                if context_a and context_b else "-")
+        auc = (f"{context_a['detects_fakes']:.3f} → {context_b['detects_fakes']:.3f}"
+               if context_a and context_b and "detects_fakes" in context_b else "-")
+        lines.append(f"| {_title(name)} | {smaller[f'pretrain_{name}']['steps']:,} → "
+                     f"{larger[f'pretrain_{name}']['steps']:,} | {fine_a[0]:.3f} ± {fine_a[1]:.3f} → {fine_b[0]:.3f} ± "
+                     f"{fine_b[1]:.3f} | {probe_a[0]:.3f} → {probe_b[0]:.3f} | {fits} | {auc} |")
+    text = ["From the smaller budget to the larger, fine-tuned accuracy moves by " + "; ".join(
+        f"{_title(name)} {100 * gain:+.1f} points" for name, gain in gains.items()) + "."]
+    context = {name: larger.get(f"context_{name}") for name in arms}
+    learned = [name for name, value in context.items() if value and name != "electra"
+               and value["prefers_true"] - proportion_interval(value["prefers_true"], value["slots"]) > 0.5]
+    electra = context.get("electra")
+    if learned and electra and electra["prefers_true"] - proportion_interval(electra["prefers_true"],
+                                                                             electra["slots"]) <= 0.5:
+        rates = {name: larger[f"pretrain_{name}"]["learning_rate"] for name in arms}
+        text.append(
+            f"At the larger budget the masked-LM heads know which token fits ({', '.join(map(_title, learned))}), "
+            f"but ELECTRA's generator (a quarter of the encoder, at ELECTRA's rate {rates['electra']:g} against "
+            f"{rates[learned[0]]:g}) prefers the true token at only {electra['prefers_true']:.3f} of the slots: its "
+            "samples are nearly frequency-drawn, fakes the discriminator can tell only by their context (AUC "
+            f"{electra['detects_fakes']:.3f} on such fakes). ELECTRA gains from the larger budget, less than the "
+            "masked-LM arms; the paper compares them after a million steps.")
+    return "\n".join(lines) + "\n\n" + " ".join(text)
+
+
 def write_report(path: pathlib.Path, results: dict, rows: Sequence[str], seeds: Sequence[int],
                  log: Callable[[str], None] = print) -> pathlib.Path:
     """`report.md`: the setup, the table and the reading; the table is logged too."""

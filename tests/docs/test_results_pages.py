@@ -53,7 +53,19 @@ def test_finetune_parity_table_is_its_json():
 
 def test_objectives_study_table_is_its_json():
     data = json.loads((DATA / "objectives_study" / "results.json").read_text())
-    (rows,) = tables(page("objectives-study"))
+    rows, *ablation = tables(page("objectives-study"))
+    smaller_path = DATA / "objectives_study" / "smaller_budget" / "results.json"
+    assert len(ablation) == smaller_path.is_file()
+    from keras_bert_app.demo.objectives_study_settings import ARMS
+
+    titles = {arm.title: name for name, arm in ARMS.items()}
+    smaller = json.loads(smaller_path.read_text()) if ablation else {}
+    for cells in ablation[0] if ablation else []:  # each arm's fine-tuned mean at the smaller budget, then at this one
+        arm = titles[cells["encoder"]]
+        means = [statistics.mean(value for key, value in results.items() if key.startswith(f"finetune_{arm}_"))
+                 for results in (smaller, data)]
+        assert [shows(part.split(" ± ")[0], mean) for part, mean in zip(cells["fine-tuned"].split(" → "), means)] == [
+            True, True], cells
     arms = [key.removeprefix("probe_") for key in data if key.startswith("probe_")]
     assert [row["encoder"] for row in rows] == arms
     for cells in rows:
@@ -146,6 +158,36 @@ def test_not_json_is_one_line(data_copy):
     with pytest.raises(tools.ResultsError, match=r"quickstart/stages/features.json: not JSON \(") as error:
         page("quickstart", data_copy)
     assert "\n" not in str(error.value)
+
+
+def test_objectives_study_steps_ablation_comes_from_the_smaller_run_collected_with_it(data_copy, tmp_path):
+    """A run folder with `smaller_budget/results.json` (the same study at a smaller --budget-steps): collected with
+    it, the page adds the ablation, each arm's figures at both budgets; without it, no such section."""
+    run = tmp_path / "run"
+    shutil.copytree(data_copy / "objectives_study", run)
+    shutil.rmtree(run / "smaller_budget", ignore_errors=True)
+    tools.docs_results.collect("objectives-study", run, data_copy)
+    assert not (data_copy / "objectives_study" / "smaller_budget").exists()
+    assert "Steps ablation" not in page("objectives-study", data_copy)
+    smaller = json.loads((data_copy / "objectives_study" / "results.json").read_text())
+    smaller["settings"]["budget_steps"] = 700
+    smaller["pretrain_bert"]["steps"] = 700
+    (run / "smaller_budget").mkdir()
+    (run / "smaller_budget" / "results.json").write_text(json.dumps(smaller))
+    tools.docs_results.collect("objectives-study", run, data_copy)
+    text = page("objectives-study", data_copy)
+    assert "`keras-bert-app study objectives --budget-steps 700`" in text
+    larger = json.loads((run / "results.json").read_text())
+    (rows,) = [rows for rows in tables(text) if "fine-tuned" in rows[0] and "probe `[CLS]`" in rows[0]]
+    (bert,) = [cells for cells in rows if cells["encoder"] == "BERT"]
+    assert bert[next(key for key in bert if key.startswith("steps at 700 → "))] == (
+        f"700 → {larger['pretrain_bert']['steps']:,}")
+    assert bert["probe `[CLS]`"] == f"{smaller['probe_bert']['cls']:.3f} → {larger['probe_bert']['cls']:.3f}"
+    del smaller["recipe"]  # not written by this version of the study: refused in one line, the data left as it was
+    (run / "smaller_budget" / "results.json").write_text(json.dumps(smaller))
+    with pytest.raises(tools.ResultsError, match=r"smaller_budget/results.json: not written by this version"):
+        tools.docs_results.collect("objectives-study", run, data_copy)
+    assert "--budget-steps 700" in page("objectives-study", data_copy)
 
 
 def test_the_build_command_reports_it_in_one_line(data_copy, monkeypatch, capsys):
