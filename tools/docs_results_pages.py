@@ -256,6 +256,7 @@ def objectives_study(result, files, provenance, folder):
     ] + ([] if "smaller_budget/results.json" not in files else [
         "## Steps ablation: the same study at a smaller budget",
         f"`keras-bert-app study objectives --budget-steps "
-        f"{files['smaller_budget/results.json']['settings']['budget_steps']}`, the same data, recipes and seeds.",
+        f"{files['smaller_budget/results.json']['settings']['budget_steps']}` beside the run above"
+        f"{' (the same recipe)' if files['smaller_budget/results.json']['recipe'] == recipe else ', another recipe'}.",
         budget_ablation(files["smaller_budget/results.json"], data),
     ])) + "\n"
