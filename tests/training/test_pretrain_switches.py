@@ -148,3 +148,20 @@ def test_corruption_share_tolerance_catches_a_wrong_share():
     """The tolerance of `_assert_shares` is tight enough to tell 80/10/10 from 80/20/0 at the positions measured."""
     with pytest.raises(AssertionError):
         _assert_shares(np.array([0.8, 0.1, 0.1]), 2000, 0.8, 0.0)
+
+
+@pytest.mark.parametrize("source", ["records", "corpus"])
+def test_ltr_reads_the_text_uncorrupted_with_next_token_labels(inputs, tmp_path, source):
+    from keras_bert_app.training.pretraining_inputs import pretraining_batches
+
+    preset, corpus, records = inputs
+    data = {"corpus": str(corpus), "pairing": "nsp"} if source == "corpus" else {"data": records,
+                                                                                 "max_seq_length": None}
+    settings, resolved = _settings(preset, tmp_path / "run", objective="ltr", **data)
+    mask_id = resolved.vocabulary_path.read_text(encoding="utf-8").splitlines().index("[MASK]")
+    for x, y, sample_weight in pretraining_batches(settings, resolved, repeat=False).take(3).as_numpy_iterator():
+        assert sorted(x) == ["padding_mask", "segment_ids", "token_ids"]
+        assert not np.any(x["token_ids"] == mask_id)  # the masked LM's 80% [MASK] undone
+        np.testing.assert_array_equal(y["lm"][:, :-1], x["token_ids"][:, 1:])
+        np.testing.assert_array_equal(sample_weight["lm"][:, :-1], x["padding_mask"][:, 1:])
+        assert not sample_weight["lm"][:, -1].any()
