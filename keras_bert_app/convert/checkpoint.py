@@ -278,6 +278,11 @@ def export_preset(preset, output, target_format):
         preset = folder / "preset"  # a `finetune` or `pretrain` run folder: its preset, as `predict` takes it
     resolved = resolve.resolve_preset(preset)
     kind = family.family(resolved.config)
+    if resolved.config.get("encoder", {}).get("causal"):
+        raise errors.ArgumentError(
+            "source", f"{preset} is a causal (left-to-right) encoder: HF's and keras-hub's BERT are "
+            "bidirectional and pool [CLS], so it has no equivalent there; use it as our preset."
+        )
     if kind == ALBERT and target_format != "huggingface":
         raise errors.ArgumentError(
             "target_format", f"an ALBERT preset is written as 'huggingface' only; got {target_format!r}."

@@ -83,3 +83,16 @@ def test_convert_checkpoint_raises_one_typed_error_naming_the_argument(tmp_path)
         kba.convert_checkpoint(source, tmp_path)  # not empty
     folder = kba.convert_checkpoint(str(source), tmp_path / "ours", source_format="hf")
     assert folder == tmp_path / "ours" and (folder / "model.weights.h5").is_file()
+
+
+def test_a_causal_preset_is_not_written_as_a_bidirectional_checkpoint(tmp_path, capsys):
+    """A left-to-right (`causal`) preset would silently lose its mask in HF's or keras-hub's BERT: refused."""
+    source = write_huggingface(tmp_path / "hf")
+    assert cli.main(["convert", "--from", "huggingface", str(source), "--output", str(tmp_path / "ltr")]) == 0
+    BertEncoder.from_preset(tmp_path / "ltr", causal=True).save_to_preset(tmp_path / "ltr")  # keeps its vocabulary
+    capsys.readouterr()
+    for target in ("huggingface", "keras-hub"):
+        assert cli.main(["convert", "--to", target, str(tmp_path / "ltr"), "--output", str(tmp_path / target)]) == 2
+        error = capsys.readouterr().err.strip()
+        assert error.count("\n") == 0 and "causal" in error
+        assert not (tmp_path / target).exists()
