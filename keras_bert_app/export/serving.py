@@ -12,8 +12,11 @@ Two stages, the same on every backend that Keras can export from:
 ```python
 import keras_bert_app as kba
 
-kba.export_for_serving("runs/topics/preset", "serving/topics")         # a run folder: its task picks the head
-kba.export_for_serving(classifier, "serving/topics", preprocessor, label_names=["sport", "business"])
+# a run folder: its task picks the head
+kba.export_for_serving("runs/topics/preset", "serving/topics")
+kba.export_for_serving(
+    classifier, "serving/topics", preprocessor, label_names=["sport", "business"]
+)
 ```
 
 Length buckets (default; `bucketing=False` turns them off): the graph cuts
