@@ -45,9 +45,10 @@ def documented_types(docstring):
             continue
         written, meaning = parts
         kind = python_type(written)
-        if kind and not found["stars"] and len(kind) <= MAX_TYPE_LENGTH and meaning.strip():
+        if kind and not found["stars"] and len(kind) <= MAX_TYPE_LENGTH:
             types[found["name"]] = kind
-            lines[index] = f"{indent}{found['name']} ({kind}): {meaning.strip()}"
+            if meaning.strip():  # else the line stays as written: its type is its whole description
+                lines[index] = f"{indent}{found['name']} ({kind}): {meaning.strip()}"
     return types, "\n".join(lines)
 
 

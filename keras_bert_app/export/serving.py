@@ -114,6 +114,7 @@ def export_for_serving(
     task chooses the head and gives the run's sequence length, label names,
     text pair and question-answering settings) or an encoder preset (see
     `head`). The inputs and outputs of `serving_default` depend on the model:
+
     - `BertClassifier`: `text` (or `text_a`, `text_b`) -> `probabilities`,
       `label_id` (+ `label`), or `score` for regression (`num_classes=1`);
     - `BertEncoder`/`BertFeatureExtractor`: `text` -> `pooled_output`,

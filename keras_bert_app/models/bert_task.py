@@ -93,7 +93,7 @@ class BertTask(DistributionWorkarounds, keras.Model):
                 `optimizer_recipe`; a constant `learning_rate` when there
                 are no `total_steps`.
             loss, metrics, weighted_metrics: "auto" gives the model's own
-                (`compile_defaults()`).
+                losses and metrics.
             learning_rate: float. Peak learning rate (default: the class's,
                 5e-5 for the task models, 1e-4 for the pretrainer).
             total_steps: int or None. Optimizer steps of the run (default:
