@@ -212,10 +212,11 @@ def render():
         if parser.subcommands:
             names = ", ".join(f"[`{name}`](#{anchor((*path, name))})" for name in parser.subcommands)
             lines += [f"Subcommands: {names}.", ""]
-        if options:
-            lines += ["| option | value | default | help |", "|---|---|---|---|"]
+        if options:  # in a div the site's stylesheet keeps option names on one line in
+            lines += ['<div class="cli-options" markdown>', "", "| option | value | default | help |", "|---|---|---|---|"]
             for action, one_of in options:
                 names = ", ".join(f"`{name}`" for name in _names(action))
                 lines.append(f"| {names} | {value_cell(action)} | {default_cell(action, one_of)} | "
                              f"{help_cell(parser, action)} |")
+            lines += ["", "</div>"]
     return "\n".join(lines) + "\n"

@@ -94,3 +94,19 @@ def test_nothing_is_wider_than_its_column_at_1280_px(site):
     import check_site_width
 
     assert check_site_width.overflows(site) == {}
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="Chromium checks the widths (CI installs it)")
+def test_the_width_check_finds_a_block_wider_than_its_box(tmp_path):
+    if str(TOOLS) not in sys.path:
+        sys.path.insert(0, str(TOOLS))
+    import check_site_width
+
+    (tmp_path / "wide").mkdir()
+    (tmp_path / "wide" / "index.html").write_text(
+        '<html><body><article><h2>Wide</h2><pre style="width: 300px; overflow: auto"><code>'
+        + "x" * 200 + "</code></pre><table><tr><td>fits</td></tr></table></article></body></html>")
+    (tmp_path / "index.html").write_text("<html><body><article><pre>short</pre></article></body></html>")
+    found = check_site_width.overflows(tmp_path)
+    assert list(found) == ["wide/index.html"]
+    assert [problem["what"] for problem in found["wide/index.html"]] == ["pre"]
