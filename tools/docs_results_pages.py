@@ -149,8 +149,22 @@ def finetune_parity(result, files, provenance, folder):
         _provenance(result, provenance.get("command") or command, settings["machine"], settings.get("versions"),
                     provenance),
         _table(header, rows),
-        *(["\n".join(f"- {note}" for note in data.get("notes", []))] if data.get("notes") else []),
+        *([repeats] if (repeats := finetune_repeats(data)) else []),
     ]) + "\n"
+
+
+def finetune_repeats(data):
+    """How far an implementation's repeated runs lie apart: the noise to read the time ratios against."""
+    seconds = {}
+    for row in data["rows"]:
+        if "error" not in row:
+            seconds.setdefault((row["dataset"], row["implementation"]), []).append(row["seconds"])
+    spreads = [f"{name} on {dataset}: {', '.join(f'{value:.1f}' for value in values)} s"
+               for (dataset, name), values in seconds.items() if len(values) > 1]
+    if not spreads:
+        return ""
+    return ("Repeated runs show the timing noise (whole process, start to exit): "
+            + "; ".join(spreads) + ". Ratios within that spread are ties.")
 
 
 def finetune_findings(data):
