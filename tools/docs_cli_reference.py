@@ -167,6 +167,8 @@ def synopsis(path, parser):
                 parts.append(_synopsis_part(action, one_of))
         elif action.required:
             parts.append(_synopsis_part(action, ()))
+        elif not action.option_strings:  # an optional positional, e.g. `evaluate [squad]`
+            parts.append(f"[{_synopsis_part(action, ())}]")
     if parser.subcommands:
         parts.insert(0, parser.subcommand_metavar)
     if len(parts) < len(visible_options(parser)) or parser.subcommands:

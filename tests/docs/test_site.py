@@ -110,3 +110,9 @@ def test_the_width_check_finds_a_block_wider_than_its_box(tmp_path):
     found = check_site_width.overflows(tmp_path)
     assert list(found) == ["wide/index.html"]
     assert [problem["what"] for problem in found["wide/index.html"]] == ["pre"]
+
+
+def test_the_results_index_states_the_findings(site):
+    plain = text(page(site, "results"))
+    assert "<!-- findings -->" not in page(site, "results")
+    assert "bag of words still wins" in plain and "below hf-grouped's" in plain
