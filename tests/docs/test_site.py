@@ -58,7 +58,8 @@ def test_classifier_page_shows_the_methods_users_call(site):
     end = markup.index('id="keras_bert_app.models.bert_question_answerer.BertQuestionAnswerer"')
     section = text(markup[start:end])
     assert re.search(r"BertClassifier\(\s+encoder: keras_bert_app.BertEncoder,\s+num_classes: int", section)
-    assert re.search(r"compile\(\s+optimizer=.*learning_rate: float = None,\s+total_steps: int \| None", section, re.S)
+    assert re.search(r'compile\(\s+optimizer: "auto" \| keras.optimizers.Optimizer = "auto",.*'
+                     r"learning_rate: float = None,\s+total_steps: int \| None", section, re.S)
     assert re.search(r"from_preset\(\s*preset: str \| path,\s*load_weights: bool = True", section)
     assert re.search(r"save_to_preset\(\s*preset_dir: str \| path,\s*label_names: list\[str\] \| None", section)
     for hook in ("compile_defaults", "head_config"):  # BertTask's subclass hooks: not for users
