@@ -4,6 +4,7 @@ This module imports nothing from the package (it is the bottom layer);
 foreign checkpoint folders are recognised above it, in `convert.resolve`.
 
 A preset folder holds:
+
 - `config.json`: `{"name", "description", "encoder": {BertEncoder config},
   "tokenizer": {"vocabulary": "vocab.txt", "lowercase": bool},
   "weights": {"huggingface": "hf://...", "keras_hub": "kaggle://..."}}`

@@ -7,7 +7,8 @@
     python tools/build_docs.py collect objectives-study runs/objectives_study   # + smaller_budget/results.json
     mkdocs serve                                    # preview; the hook in mkdocs.yml generates the pages too
 
-Generated (not committed): docs/reference/cli.md from the `keras-bert-app`
+Generated (not committed): docs/changelog.md (a copy of CHANGELOG.md, so that
+both GitHub and the site show it), docs/reference/cli.md from the `keras-bert-app`
 parsers, docs/reference/api/*.md from `keras_bert_app.__all__`, and one page
 per entry of `docs_results.RESULTS` from the JSON under docs/results/data/.
 A results file that is missing or written by another version of its command
@@ -51,6 +52,15 @@ def results_page(name, data_dir=docs_results.DATA):
     return text
 
 
+def index_findings(data_dir=docs_results.DATA):
+    """The results index's findings: each results page's opening paragraph, linked (the hook puts it in)."""
+    lines = []
+    for name, result in docs_results.RESULTS.items():
+        opening = results_page(name, data_dir).split("\n\n")[1].strip()
+        lines.append(f"- **[{result.title}]({name}.md)**: {opening}")
+    return "\n".join(lines)
+
+
 def results_plots(data_dir=docs_results.DATA):
     """{path relative to docs/: PNG bytes} of the plots drawn from the results JSON."""
     plots = {}
@@ -63,7 +73,8 @@ def results_plots(data_dir=docs_results.DATA):
 
 def generated_pages(data_dir=docs_results.DATA):
     """{path relative to docs/: Markdown} of every generated page."""
-    pages = {"reference/cli.md": docs_cli_reference.render()}
+    pages = {"reference/cli.md": docs_cli_reference.render(),
+             "changelog.md": (REPO_ROOT / "CHANGELOG.md").read_text(encoding="utf-8")}
     pages.update({f"reference/api/{name}": text for name, text in docs_api_reference.render().items()})
     pages.update({f"results/{name}.md": results_page(name, data_dir) for name in docs_results.RESULTS})
     return pages

@@ -3,7 +3,13 @@
 `import keras_bert_app as kba` exposes the names of `keras_bert_app.__all__`;
 each lives in one module (the package imports it on first use). The pages
 group them by subpackage, and mkdocstrings renders each from its docstring.
+`BertTask`, the base of the task models and pretrainers, is documented on
+the Models page, and each of its subclasses' pages shows the methods users
+call on it (`compile`, `from_preset`, `save_to_preset`) with their
+signatures, whether the class defines them or inherits them.
 """
+
+import inspect
 
 import keras_bert_app
 
@@ -20,6 +26,20 @@ PAGES = {  # subpackage -> (page, title)
 }
 MODULE_PAGE = ("presets-and-errors", "Presets and errors")
 MODULES = ("keras_bert_app.presets", "keras_bert_app.errors")
+BASE = "keras_bert_app.models.bert_task.BertTask"
+INHERITED = ("compile", "from_preset", "save_to_preset")  # what a user calls on every BertTask
+
+
+def block(name, module):
+    """The `::: path` block of one public name (a BertTask subclass: with BertTask's user methods)."""
+    from keras_bert_app.models.bert_task import BertTask
+
+    value = getattr(keras_bert_app, name)
+    if inspect.isclass(value) and issubclass(value, BertTask):
+        members = ", ".join(INHERITED)
+        return (f"::: {module}.{name}\n    options:\n      inherited_members: [{members}]\n\n"
+                f"Base: [`BertTask`][{BASE}], which gives it `compile`, `from_preset` and `save_to_preset`.\n")
+    return f"::: {module}.{name}\n"
 
 
 def public_names():
@@ -39,7 +59,9 @@ def render():
     pages = {}
     for page, names in by_page.items():
         blocks = [f"# {titles[page]}", ""]
-        blocks += [f"::: {module}.{name}\n" for name, module in names] or ["No public names here."]
+        blocks += [block(name, module) for name, module in names] or ["No public names here."]
+        if page == "models":
+            blocks.append(f"::: {BASE}\n    options:\n      members: [{', '.join(INHERITED)}, default_optimizer]\n")
         pages[f"{page}.md"] = "\n".join(blocks) + "\n"
     pages[f"{MODULE_PAGE[0]}.md"] = "\n".join(
         [f"# {MODULE_PAGE[1]}", ""] + [f"::: {module}\n    options:\n      show_root_heading: true\n"
@@ -56,6 +78,6 @@ def render():
         "|---|---|",
         *rows,
     ]
-    overview += ["", *[f"::: {module}.{name}\n" for name, module in other]]
+    overview += ["", *[block(name, module) for name, module in other]]
     pages["index.md"] = "\n".join(overview) + "\n"
     return pages

@@ -1,118 +1,224 @@
 """The command-line reference page, generated from `keras-bert-app`'s own argument parsers.
 
-Every command and nested subcommand (`finetune classify`, `study objectives`,
-...) is found by walking the parsers' `--help` output: the entry point's
-`build_parser()` is asked for the help of each path, and the subcommands a
-help text lists under its positional `COMMAND`/`TASK`/... argument are
-walked in turn. Nothing is retyped, so a new flag shows up at the next build.
+Each row of `keras_bert_app.commands.main.COMMANDS` names a module whose
+`add_arguments(parser)` fills that command's parser. Here it fills a
+`RecordingParser`: an `argparse.ArgumentParser` that keeps the `Action` each
+`add_argument` call returns (argparse's public return value), in its groups
+and nested subcommands (`finetune classify`, `study objectives`) too. Each
+command gets a table of its options (option, value, default, help) that
+wraps to the page, and a synopsis with its required options. Nothing is retyped, so a new command
+or flag shows up at the next build.
 """
 
+import argparse
 import contextlib
-import io
 import os
-import re
 
-HELP_WIDTH = "100"  # argparse wraps at $COLUMNS: fixed, so the page does not depend on the terminal
-SECTION = re.compile(r"^(\S[^:]*):$")
-FLAG = re.compile(r"(?<![\w-])(--[a-z0-9][a-z0-9-]*)")
+SYNOPSIS_WIDTH = 76  # columns of the synopsis block: it fits the page's column
 
 
-def command_help(path):
-    """The `--help` text of `keras-bert-app PATH...`, from the real parser."""
+class RecordingParser(argparse.ArgumentParser):
+    """An ArgumentParser that records its options (`options`) and subcommands (`subcommands`)."""
+
+    def __init__(self, *args, **kwargs):
+        self.options = []  # [(Action, required group's option strings or ())]
+        self.subcommands = {}  # name -> RecordingParser
+        self.recording = False  # argparse's own groups (positionals, options) stay plain
+        super().__init__(*args, **kwargs)
+        self.recording = True
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        self.options.append((action, ()))
+        return action
+
+    def add_argument_group(self, *args, **kwargs):
+        group = super().add_argument_group(*args, **kwargs)
+        return _RecordingGroup(self, group) if self.recording else group
+
+    def add_mutually_exclusive_group(self, *args, **kwargs):
+        return _RecordingGroup(self, super().add_mutually_exclusive_group(*args, **kwargs))
+
+    def add_subparsers(self, *args, **kwargs):
+        self.subcommand_metavar = kwargs.get("metavar") or "SUBCOMMAND"
+        return _RecordingSubparsers(self, super().add_subparsers(*args, **kwargs))
+
+
+class _RecordingGroup:
+    """An argument group (or a mutually exclusive one) whose options its parser records."""
+
+    def __init__(self, parser, group):
+        self.parser, self.group, self.members = parser, group, []
+
+    def add_argument(self, *args, **kwargs):
+        action = self.group.add_argument(*args, **kwargs)
+        self.members.append(action)
+        one_of = self.members if getattr(self.group, "required", False) else ()
+        self.parser.options.append((action, one_of))
+        return action
+
+    def add_argument_group(self, *args, **kwargs):
+        return _RecordingGroup(self.parser, self.group.add_argument_group(*args, **kwargs))
+
+    def add_mutually_exclusive_group(self, *args, **kwargs):
+        return _RecordingGroup(self.parser, self.group.add_mutually_exclusive_group(*args, **kwargs))
+
+
+class _RecordingSubparsers:
+    """A subparsers action whose `add_parser` records each subcommand."""
+
+    def __init__(self, parser, subparsers):
+        self.parser, self.subparsers = parser, subparsers
+
+    def add_parser(self, name, **kwargs):
+        child = self.subparsers.add_parser(name, **kwargs)
+        self.parser.subcommands[name] = child
+        return child
+
+
+def command_parsers():
+    """[(path, RecordingParser)] of every command and nested subcommand, in COMMANDS' order, depth first."""
     from keras_bert_app.commands import main as entry_point
 
-    previous = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = HELP_WIDTH
-    output = io.StringIO()
-    try:
-        parser = entry_point.build_parser()
-        with contextlib.redirect_stdout(output):
-            try:
-                parser.parse_args([*path, "--help"])
-            except SystemExit:
-                pass
-    finally:
-        if previous is None:
-            os.environ.pop("COLUMNS", None)
-        else:
-            os.environ["COLUMNS"] = previous
-    return output.getvalue()
+    found = []
+
+    def walk(path, parser):
+        found.append((path, parser))
+        for name, child in parser.subcommands.items():
+            walk((*path, name), child)
+
+    for name, (_, help_text) in entry_point.COMMANDS.items():
+        parser = RecordingParser(prog=f"keras-bert-app {name}", description=help_text)
+        entry_point.command_module(name).add_arguments(parser)
+        walk((name,), parser)
+    return found
 
 
-def subcommands(help_text):
-    """The subcommand names a help text lists: the choices indented under its positional metavar."""
-    names, in_positionals, under_metavar = [], False, False
-    for line in help_text.splitlines():
-        section = SECTION.match(line)
-        if section:
-            in_positionals = section.group(1) == "positional arguments"
-            under_metavar = False
-            continue
-        if not in_positionals or not line.strip():
-            continue
-        indent = len(line) - len(line.lstrip(" "))
-        word = line.split()[0]
-        if indent == 2:
-            under_metavar = word.isupper()  # COMMAND, TASK, STUDY: a subparser's metavar
-        elif indent == 4 and under_metavar and re.fullmatch(r"[a-z][a-z0-9-]*", word):
-            names.append(word)
-    return names
+def visible_options(parser):
+    """[(Action, one_of)] of a parser's options as `--help` lists them (not -h, not hidden ones)."""
+    return [(action, one_of) for action, one_of in parser.options
+            if action.help != argparse.SUPPRESS and "-h" not in action.option_strings]
 
 
-def flags(help_text):
-    """The `--long-options` of a help text's option lists (each option line starts at indent 2 with `-`)."""
-    seen = []
-    for line in help_text.splitlines():
-        if not line.startswith("  -"):
-            continue
-        head = re.split(r"\s{2,}", line.strip())[0]  # the option's names and metavars, not its help
-        for flag in FLAG.findall(head):
-            if flag not in seen:
-                seen.append(flag)
-    return seen
+def _cell(text):
+    """Text for a Markdown table cell: its pipes, asterisks and angle brackets escaped, on one line."""
+    text = " ".join(str(text).split())
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("<", "&lt;")
 
 
-def walk(path=()):
-    """[(path, help text)] for the command at `path` and every subcommand below it, depth first."""
-    text = command_help(list(path))
-    pages = [(tuple(path), text)]
-    for name in subcommands(text):
-        pages.extend(walk((*path, name)))
-    return pages
+def _names(action):
+    return action.option_strings or [action.metavar or action.dest]
 
 
-def _description(text):
-    """The first paragraph after the usage block: the parser's description."""
-    paragraphs = [block.strip() for block in text.split("\n\n") if block.strip()]
-    for block in paragraphs[1:]:
-        if not SECTION.match(block.splitlines()[0]):
-            return " ".join(block.split())
-    return ""
+def value_cell(action):
+    """The option's value: its choices, its type, or `flag` for a switch."""
+    if action.nargs == 0:
+        return "flag"
+    if action.choices is not None:
+        return ", ".join(f"`{choice}`" for choice in action.choices)
+    kind = getattr(action.type, "__name__", None) or "text"
+    kind = {"str": "text", "int": "integer", "float": "number"}.get(kind, kind.replace("_", " "))
+    if action.nargs in ("+", "*"):
+        kind = f"{kind}, several"
+    return kind
+
+
+def default_cell(action, one_of):
+    if one_of:
+        return "required: one of " + ", ".join(f"`{_names(member)[0]}`" for member in one_of)
+    if action.required:
+        return "required"
+    if action.dest == "workers" and action.default == os.cpu_count():
+        return "the number of CPUs"
+    if action.nargs == 0 and action.default in (False, None, True):
+        return "on" if action.default else "off"
+    if action.default is None:
+        return "-"
+    if isinstance(action.default, (list, tuple)):
+        return "`" + ",".join(str(value) for value in action.default) + "`"
+    return f"`{action.default}`"
+
+
+def help_cell(parser, action):
+    """The option's help as `--help` prints it (argparse's `%(default)s`-style fields filled in)."""
+    text = action.help or ""
+    if "%" in text:
+        text = text % {**vars(action), "prog": parser.prog}
+    return _cell(text)
+
+
+def _synopsis_part(action, one_of):
+    if one_of:
+        return "(" + " | ".join(_synopsis_part(member, ()) for member in one_of) + ")"
+    name = _names(action)[0]
+    if not action.option_strings or action.nargs == 0:
+        return name
+    metavar = action.metavar or action.dest.upper()
+    return f"{name} {metavar} [{metavar} ...]" if action.nargs in ("+", "*") else f"{name} {metavar}"
+
+
+def synopsis(path, parser):
+    """`keras-bert-app PATH` with its required options (and subcommand), wrapped at SYNOPSIS_WIDTH columns."""
+    parts, groups = [], []
+    for action, one_of in visible_options(parser):
+        if one_of:
+            if one_of not in groups:
+                groups.append(one_of)
+                parts.append(_synopsis_part(action, one_of))
+        elif action.required:
+            parts.append(_synopsis_part(action, ()))
+        elif not action.option_strings:  # an optional positional, e.g. `evaluate [squad]`
+            parts.append(f"[{_synopsis_part(action, ())}]")
+    if parser.subcommands:
+        parts.insert(0, parser.subcommand_metavar)
+    if len(parts) < len(visible_options(parser)) or parser.subcommands:
+        parts.append("[options]")
+    lines = [" ".join(("keras-bert-app", *path))]
+    for part in parts:  # an option stays on one line with its value
+        if len(lines[-1]) + 1 + len(part) > SYNOPSIS_WIDTH:
+            lines.append("   ")
+        lines[-1] += " " + part
+    return "\n".join(lines)
+
+
+def anchor(path):
+    return "-".join(("keras-bert-app", *path))
 
 
 def render():
     """The Markdown of the whole reference page."""
-    pages = walk()
+    with contextlib.redirect_stdout(None):
+        commands = command_parsers()
     lines = [
         "# Command line",
         "",
-        "`keras-bert-app COMMAND [SUBCOMMAND] [options]`. This page is generated from the command's own",
-        "argument parsers by `python tools/build_docs.py`; `keras-bert-app COMMAND --help` prints the same text.",
-        "Bad input exits with code 2 and one line on stderr.",
+        "`keras-bert-app COMMAND [SUBCOMMAND] [options]`. This page is generated from the command's",
+        "own argument parsers by `python tools/build_docs.py`; `keras-bert-app COMMAND --help`",
+        "prints the same options. Bad input exits with code 2 and one line on stderr.",
+        "",
+        "An option whose value begins with a minus sign takes it after `=`:",
+        "`--layers=-1,-2` (argparse reads a separate word `-1,-2` as an option of its own).",
         "",
         "| command | what it does |",
         "|---|---|",
     ]
-    for path, text in pages[1:]:
-        anchor = "-".join(("keras-bert-app", *path))
-        lines.append(f"| [`keras-bert-app {' '.join(path)}`](#{anchor}) | {_description(text)} |")
-    for path, text in pages:
-        name = " ".join(("keras-bert-app", *path))
-        anchor = "-".join(("keras-bert-app", *path))
-        level = "#" * min(2 + max(len(path) - 1, 0), 4)
-        lines += ["", f"{level} {name} {{#{anchor}}}", ""]
-        description = _description(text) if path else ""
-        if description:
-            lines += [description, ""]
-        lines += ["```text", text.rstrip(), "```"]
+    for path, parser in commands:
+        lines.append(f"| [`{' '.join(path)}`](#{anchor(path)}) | {_cell(parser.description or '')} |")
+    for path, parser in commands:
+        level = "#" * min(len(path) + 1, 4)
+        lines += ["", f"{level} keras-bert-app {' '.join(path)} {{#{anchor(path)}}}", ""]
+        if parser.description:
+            lines += [_cell(parser.description), ""]
+        lines += ["```text", synopsis(path, parser), "```", ""]
+        options = visible_options(parser)
+        if parser.subcommands:
+            names = ", ".join(f"[`{name}`](#{anchor((*path, name))})" for name in parser.subcommands)
+            lines += [f"Subcommands: {names}.", ""]
+        if options:  # in a div the site's stylesheet keeps option names on one line in
+            lines += ['<div class="cli-options" markdown>', "", "| option | value | default | help |", "|---|---|---|---|"]
+            for action, one_of in options:
+                names = ", ".join(f"`{name}`" for name in _names(action))
+                lines.append(f"| {names} | {value_cell(action)} | {default_cell(action, one_of)} | "
+                             f"{help_cell(parser, action)} |")
+            lines += ["", "</div>"]
     return "\n".join(lines) + "\n"

@@ -48,16 +48,56 @@ def _provenance(result, command, machine, versions, provenance):
     return "\n".join(lines)
 
 
+def user_command(words, output):
+    """A recorded command line as the user types it: `keras-bert-app bench ...`, its output file named plainly.
+
+    A run started through the script behind the command (`tools/benchmark.py`) is the same as
+    `keras-bert-app bench` with the same options; a temporary output path becomes `output`.
+    """
+    words = list(words.split() if isinstance(words, str) else words)
+    if words and words[0].endswith("benchmark.py"):
+        words[:1] = ["keras-bert-app", "bench"]
+    for index, word in enumerate(words[:-1]):
+        if word == "--output":
+            words[index + 1] = output
+    return " ".join(words)
+
+
 def plots(result, folder):
     """Markdown images of the result's plots that were collected (the command's own PNGs)."""
     return "".join(f"\n![{plot}](data/{result.folder}/{plot})\n" for plot in result.plots if (folder / plot).is_file())
+
+
+def benchmark_findings(data):
+    """Two or three sentences on the same-backend comparisons of `bench.json`, including where ours loses."""
+    ours = {(row["task"], row["batch_size"], row["backend"]): row["median_step_seconds"]
+            for row in data["rows"] if row["model"] == "ours"}
+    pairs = [(row, ours[key]) for row in data["rows"] if row["model"] != "ours"
+             and (key := (row["task"], row["batch_size"], row["backend"])) in ours]
+    if not pairs:
+        return ""
+    ratios = [(row["median_step_seconds"] / seconds, row) for row, seconds in pairs]
+    faster = sum(ratio > 1 for ratio, _ in ratios)
+    best, worst = max(ratios, key=lambda item: item[0]), min(ratios, key=lambda item: item[0])
+
+    def where(item):
+        ratio, row = item
+        return (f"{row['task']} at batch {row['batch_size']} on {row['backend']} against {row['model']} "
+                f"({ratio:.2f}x: {row['median_step_seconds']:.3f} s against ours "
+                f"{row['median_step_seconds'] / ratio:.3f} s)")
+
+    text = (f"On the same backend, ours takes less time per step than the peer in {faster} of {len(ratios)} "
+            f"comparisons. Its largest lead is {where(best)}.")
+    if worst[0] < 1:
+        text += f" It is slowest, relatively, in {where(worst)}."
+    return text
 
 
 def benchmarks(result, files, provenance, folder):
     data = files["bench.json"]
     settings = data["settings"]
     command = settings.get("command")
-    command = " ".join(command) if isinstance(command, list) else command
+    command = user_command(command, "bench.json") if command else None
     header = ["task", "batch", "implementation", "backend", "median step (s)", "tokens/s", "MFU (%)"]
     rows = [[row["task"], row["batch_size"], row["model"], row["backend"], _number(row["median_step_seconds"], 3),
              _number(row["tokens_per_second"], 1), _number(100 * row["mfu"], 1)] for row in data["rows"]]
@@ -67,6 +107,7 @@ def benchmarks(result, files, provenance, folder):
     versions = data["machine"].get("versions")
     return "\n\n".join([
         "# Benchmarks",
+        benchmark_findings(data),
         f"`{results_data.RESULTS['benchmarks'].command}` times a pretraining step (masked LM + next sentence, AdamW) "
         f"and the encoder's forward pass of `{settings['preset']}` at {settings['sequence_length']} tokens, for ours "
         "on each backend, keras-hub and HF transformers, each in its own process. A ratio above 1 means ours is faster.",
@@ -80,15 +121,17 @@ def benchmarks(result, files, provenance, folder):
 def finetune_parity(result, files, provenance, folder):
     data = files["bench_finetune.json"]
     settings = data["settings"]
-    header = ["data", "implementation", "whole process (s)", "train (s)", "dev accuracy", "time / ours"]
-    rows = []
+    header = ["data", "implementation", "run", "whole process (s)", "train (s)", "dev accuracy", "time / ours"]
+    rows, runs = [], {}
     for row in data["rows"]:
+        key = (row["dataset"], row["implementation"])
+        runs[key] = runs.get(key, 0) + 1
         if "error" in row:
-            rows.append([row["dataset"], row["implementation"], f"failed: {row['error']}", "", "", ""])
+            rows.append([row["dataset"], row["implementation"], runs[key], f"failed: {row['error']}", "", "", ""])
             continue
         ratio = 1.0 if row["implementation"] == "ours" else data["ratios"].get(row["dataset"], {}).get(
             row["implementation"])
-        rows.append([row["dataset"], row["implementation"], _number(row["seconds"], 1),
+        rows.append([row["dataset"], row["implementation"], runs[key], _number(row["seconds"], 1),
                      _number(row.get("train_seconds"), 1), _number(row["accuracy"], 4), _number(ratio, 2)])
     datasets = ",".join(dict.fromkeys(row["dataset"] for row in data["rows"]))
     implementations = ",".join(dict.fromkeys(row["implementation"] for row in data["rows"]))
@@ -97,16 +140,63 @@ def finetune_parity(result, files, provenance, folder):
                f"--batch-size {settings['batch_size']} --learning-rate {settings['learning_rate']}")
     return "\n\n".join([
         "# Fine-tuning parity",
+        finetune_findings(data),
         "The same checkpoint, data split, seed and recipe fine-tuned by ours, keras-hub and HF transformers, each "
-        "implementation in a fresh process, timed from start to exit; the dev accuracy shows that they learn alike. "
+        "implementation in a fresh process, timed from start to exit. An implementation run twice is listed by run. "
         f"Checkpoint: `{'/'.join(pathlib.Path(settings['checkpoint']).parts[-2:])}`; {settings['train_size']} training and "
         f"{settings['dev_size']} dev examples, {settings['epochs']} epoch(s), batch {settings['batch_size']}, "
         f"learning rate {settings['learning_rate']}.",
         _provenance(result, provenance.get("command") or command, settings["machine"], settings.get("versions"),
                     provenance),
         _table(header, rows),
-        *(["\n".join(f"- {note}" for note in data.get("notes", []))] if data.get("notes") else []),
+        *([repeats] if (repeats := finetune_repeats(data)) else []),
     ]) + "\n"
+
+
+def finetune_repeats(data):
+    """How far an implementation's repeated runs lie apart: the noise to read the time ratios against."""
+    seconds = {}
+    for row in data["rows"]:
+        if "error" not in row:
+            seconds.setdefault((row["dataset"], row["implementation"]), []).append(row["seconds"])
+    spreads = [f"{name} on {dataset}: {', '.join(f'{value:.1f}' for value in values)} s"
+               for (dataset, name), values in seconds.items() if len(values) > 1]
+    if not spreads:
+        return ""
+    return ("Repeated runs show the timing noise (whole process, start to exit): "
+            + "; ".join(spreads) + ". Ratios within that spread are ties.")
+
+
+def finetune_findings(data):
+    """Per dataset: ours' dev accuracy and time against each peer's (means over repeated runs), from the JSON."""
+    sentences = []
+    for dataset in dict.fromkeys(row["dataset"] for row in data["rows"]):
+        done = [row for row in data["rows"] if row["dataset"] == dataset and "error" not in row]
+        by_implementation = {}
+        for row in done:
+            by_implementation.setdefault(row["implementation"], []).append(row)
+        if "ours" not in by_implementation:
+            continue
+        ours = statistics.mean(row["accuracy"] for row in by_implementation["ours"])
+        parts = []
+        for name, rows in by_implementation.items():
+            if name == "ours":
+                continue
+            accuracy = statistics.mean(row["accuracy"] for row in rows)
+            ratio = data["ratios"].get(dataset, {}).get(name)
+            relation = "below" if ours < accuracy else "above" if ours > accuracy else "equal to"
+            timing = "" if ratio is None else (
+                f", in {ratio:.2f} of our time" if ratio < 1 else f", taking {ratio:.2f} times our time")
+            parts.append(f"{relation} {name}'s {accuracy:.4f}{timing}")
+        if parts:
+            sentences.append(f"On {dataset}, ours reaches {ours:.4f} dev accuracy: " + "; ".join(parts) + ".")
+    lower = [row["implementation"] for row in data["rows"] if "error" not in row and row["implementation"] != "ours"
+             and row["accuracy"] > max((r["accuracy"] for r in data["rows"] if r.get("implementation") == "ours"
+                                        and "error" not in r), default=1.0)]
+    if lower:
+        sentences.append("The same recipe does not give the same accuracy here: "
+                         f"{', '.join(dict.fromkeys(lower))} score higher than ours on this split.")
+    return " ".join(sentences)
 
 
 def _mean_std(values):
@@ -133,6 +223,7 @@ def chinese_masking(result, files, provenance, folder):
             arms[arm][path.stem] = results_data.load(path, result.command, ("dev_accuracy",))
     header = ["encoder", "fine-tuned dev accuracy (mean)", "std", "per seed", "frozen [CLS]", "frozen mean",
               "masked-LM accuracy (own task)", "pretraining (s)"]
+    split = 4  # two tables, so each fits the page: fine-tuning, then the probes and pretraining
     rows = []
     for arm in ("token", "whole_word", "ngram"):
         stages = arms[arm]
@@ -150,13 +241,30 @@ def chinese_masking(result, files, provenance, folder):
         command += f" --max-reviews {settings['max_articles']}"
     return "\n\n".join([
         "# Chinese masking study",
+        chinese_findings(rows),
         "The Chinese quickstart pretrained three times on the same reviews, vocabulary, initial weights and steps: "
         "masking characters (`token`), jieba words (`whole_word`) and 1-3 jieba words (`ngram`); each encoder is "
         "then fine-tuned on the same labeled reviews with the same seeds and probed on frozen features. Masked-LM "
         "accuracy is each masking's own task, so it does not compare across rows.",
         _provenance(result, provenance.get("command") or command, None, None, provenance),
-        _table(header, rows),
+        "## Fine-tuned", _table(header[:split], [row[:split] for row in rows]),
+        "## Frozen features and pretraining", _table(header[:1] + header[split:], [row[:1] + row[split:] for row in rows]),
     ]) + "\n"
+
+
+def chinese_findings(rows):
+    """The best masking's fine-tuned mean against the random encoder's, in units of their spread."""
+    numbers = [(row[0], float(row[1]), float(row[2])) for row in rows if row[1] != "-"]
+    *arms, random = numbers
+    best = max(arms, key=lambda arm: arm[1])
+    worst = min(arms, key=lambda arm: arm[1])
+    gap = best[1] - random[1]
+    spread = max(best[2], random[2])
+    verdict = (f"{abs(gap) / spread:.1f} times the larger seed standard deviation ({spread:.4f}): "
+               + ("a clear difference" if abs(gap) > 2 * spread else "with three seeds, not a clear difference"))
+    return (f"Fine-tuned, {best[0]} scores best ({best[1]:.4f} mean dev accuracy) and {worst[0]} worst "
+            f"({worst[1]:.4f}); the encoder without pretraining scores {random[1]:.4f}. The best masking's lead over "
+            f"it, {gap:+.4f}, is {verdict}.")
 
 
 def quickstart_command(settings):
@@ -167,6 +275,25 @@ def quickstart_command(settings):
             continue
         words.append(f"--{key.replace('_', '-')} {value}")
     return " ".join(words)
+
+
+def quickstart_findings(tuned, random, features):
+    """What the quickstart's numbers say, the bag-of-words baseline included, from its stage files."""
+    gain = tuned["dev_accuracy"] - random["dev_accuracy"]
+    text = (f"Pretraining {'helps' if gain > 0 else 'does not help'}: fine-tuned from the pretrained encoder, the "
+            f"classifier scores {tuned['dev_accuracy']:.4f} dev accuracy against {random['dev_accuracy']:.4f} from "
+            f"random weights, and its frozen [CLS] features {features['pretrained_cls']:.4f} against "
+            f"{features['random_cls']:.4f}.")
+    counts = features.get("token_counts")
+    if counts is not None:
+        best = max(tuned["dev_accuracy"], features["pretrained_cls"], features["pretrained_mean"])
+        if counts > best:
+            text += (f" A bag of words still wins: a logistic regression on token counts scores {counts:.4f}, above "
+                     "every encoder here: at this size the pretrained encoder has not caught up with word counts "
+                     "on topic classification.")
+        else:
+            text += f" It is ahead of a logistic regression on token counts ({counts:.4f})."
+    return text
 
 
 def quickstart(result, files, provenance, folder):
@@ -193,6 +320,7 @@ def quickstart(result, files, provenance, folder):
                 "on the same dev articles." if "token_counts" in features else "")
     return "\n\n".join([
         "# Quickstart",
+        quickstart_findings(tuned, random, features),
         "`keras-bert-app quickstart`: the paper at small scale on BBC News. A topic classifier fine-tuned on "
         f"{tuned['train_examples']} labeled articles and scored on {tuned['dev_examples']} dev articles, once from the "
         "pretrained encoder and once from the weights pretraining started from; then the feature-based comparison "

@@ -56,17 +56,23 @@ def add_arguments(parser):
     parser.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
                         help="with --vocab: lowercase and strip accents (uncased models). Default: as the "
                              "vocabulary is, lowercase unless it holds uppercase word pieces (a cased one)")
-    parser.add_argument("--max-seq-length", type=int, default=128)
-    parser.add_argument("--max-predictions-per-seq", type=int, default=20)
-    parser.add_argument("--masked-lm-prob", type=float, default=0.15)
-    parser.add_argument("--short-seq-prob", type=float, default=0.1)
-    parser.add_argument("--dupe-factor", type=int, default=10, help="passes over the corpus, each with new masks")
-    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--max-seq-length", type=int, default=128,
+                        help="tokens per sequence pair, [CLS] and [SEP]s included (default 128)")
+    parser.add_argument("--max-predictions-per-seq", type=int, default=20,
+                        help="at most this many masked positions per sequence (default 20)")
+    parser.add_argument("--masked-lm-prob", type=float, default=0.15,
+                        help="share of the tokens chosen for the masked LM (default 0.15)")
+    parser.add_argument("--short-seq-prob", type=float, default=0.1,
+                        help="chance of a shorter target length for a pair, as in the original (default 0.1)")
+    parser.add_argument("--dupe-factor", type=int, default=10, help="passes over the corpus, each with new masks (default 10)")
+    parser.add_argument("--seed", type=int, default=12345,
+                        help="random seed of pairing and masking (default 12345, the original's)")
     add_masking_arguments(parser)
     add_pairing_argument(parser)
-    parser.add_argument("--num-shards", type=int, default=1, help="number of output files")
+    parser.add_argument("--num-shards", type=int, default=1, help="number of output files (default 1)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                        help="worker processes (with --runner beam: the DirectRunner's)")
+                        help="worker processes (with --runner beam: the DirectRunner's); "
+                             "default: the number of CPUs")
     parser.add_argument("--runner", choices=["local", "beam"], default="local",
                         help="local: worker processes on this machine; beam: the same generator as an Apache Beam "
                              "pipeline writing the same records (DirectRunner by default; Dataflow, Flink, Spark by "

@@ -1,20 +1,20 @@
 """`keras-bert-app extract-features`: per-token features from chosen layers (`kba.extract_features`).
 
-    keras-bert-app extract-features --input in.txt --preset P --layers -1,-2,-3,-4 --output out.jsonl
-"""
+    keras-bert-app extract-features --input in.txt --preset P --layers=-1,-2,-3,-4 --output out.jsonl
 
-import re
+`--layers` takes its value after `=` when the value begins with a minus sign:
+argparse reads a separate word `-1,-2` as an option of its own (a single
+negative number, `--layers -1`, parses either way).
+"""
 
 
 def add_arguments(parser):
-    # Let `--layers -1,-2` parse: argparse takes "-1,-2" for an option unless
-    # it counts as a negative number.
-    if hasattr(parser, "_negative_number_matcher"):
-        parser._negative_number_matcher = re.compile(r"^-\d+(,-?\d+)*$|^-\d*\.\d+$")
     parser.add_argument("--input", required=True, help="text file, one example a line ('a ||| b' for pairs)")
     parser.add_argument("--preset", required=True, help="preset name or folder (with weights)")
     parser.add_argument("--output", required=True, help="JSON lines file to write")
-    parser.add_argument("--layers", default="-1,-2,-3,-4", help="comma-separated layer indices (default -1,-2,-3,-4)")
+    parser.add_argument("--layers", default="-1,-2,-3,-4",
+                        help="comma-separated layer indices, counted from 0 or from the last (-1); write it "
+                        "with '=' as in --layers=-1,-2 (default -1,-2,-3,-4: the last four)")
     parser.add_argument(
         "--sequence-length", type=int,
         help="tokens per example (default 128, or the preset's max_sequence_length when shorter)",

@@ -8,7 +8,7 @@ def add_arguments(parser):
     parser.add_argument("--preset", default="bert_tiny_uncased", help="built-in preset name or preset folder")
     parser.add_argument("--sequence-length", type=int, default=None,
                         help="tokens per sequence (default: 128, or the preset's max_sequence_length if fewer)")
-    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--batch-size", type=int, default=8, help="examples in the dummy batch (default 8)")
 
 
 def run(args):

@@ -3,7 +3,8 @@
 ```python
 import keras_bert_app as kba
 
-kba.evaluate_squad("dev-v1.1.json", "predictions.json")            # {"exact_match": ..., "f1": ...}
+# {"exact_match": ..., "f1": ...}
+kba.evaluate_squad("dev-v1.1.json", "predictions.json")
 kba.evaluate_squad("dev-v2.0.json", "predictions.json", na_probs="null_odds.json")
 ```
 

@@ -12,8 +12,11 @@ Two stages, the same on every backend that Keras can export from:
 ```python
 import keras_bert_app as kba
 
-kba.export_for_serving("runs/topics/preset", "serving/topics")         # a run folder: its task picks the head
-kba.export_for_serving(classifier, "serving/topics", preprocessor, label_names=["sport", "business"])
+# a run folder: its task picks the head
+kba.export_for_serving("runs/topics/preset", "serving/topics")
+kba.export_for_serving(
+    classifier, "serving/topics", preprocessor, label_names=["sport", "business"]
+)
 ```
 
 Length buckets (default; `bucketing=False` turns them off): the graph cuts
@@ -111,6 +114,7 @@ def export_for_serving(
     task chooses the head and gives the run's sequence length, label names,
     text pair and question-answering settings) or an encoder preset (see
     `head`). The inputs and outputs of `serving_default` depend on the model:
+
     - `BertClassifier`: `text` (or `text_a`, `text_b`) -> `probabilities`,
       `label_id` (+ `label`), or `score` for regression (`num_classes=1`);
     - `BertEncoder`/`BertFeatureExtractor`: `text` -> `pooled_output`,

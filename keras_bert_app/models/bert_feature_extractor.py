@@ -29,7 +29,9 @@ class BertFeatureExtractor(BertTask):
     ```python
     import keras_bert_app as kba
 
-    extractor = kba.BertFeatureExtractor.from_preset("bert_tiny_uncased", load_weights=False)
+    extractor = kba.BertFeatureExtractor.from_preset(
+        "bert_tiny_uncased", load_weights=False
+    )
     ```
     """
 

@@ -31,7 +31,9 @@ class BertMultipleChoice(sentence_head.SentenceTask):
     ```python
     import keras_bert_app as kba
 
-    model = kba.BertMultipleChoice.from_preset("bert_tiny_uncased", num_choices=4, load_weights=False)
+    model = kba.BertMultipleChoice.from_preset(
+        "bert_tiny_uncased", num_choices=4, load_weights=False
+    )
     model.compile(learning_rate=2e-5, total_steps=1000)
     ```
     """

@@ -86,23 +86,27 @@ class BertTask(DistributionWorkarounds, keras.Model):
         """`keras.Model.compile` with the paper's defaults for every "auto".
 
         Args:
-            optimizer: "auto" gives AdamW (weight decay 0.01, LayerNorm and
-                biases excluded, global clip norm 1.0) with a linear warmup
-                over `warmup_ratio` of `total_steps`, then linear decay to 0
+            optimizer: "auto" or keras.optimizers.Optimizer. "auto" gives
+                AdamW (weight decay 0.01, LayerNorm and biases excluded,
+                global clip norm 1.0) with a linear warmup over
+                `warmup_ratio` of `total_steps`, then linear decay to 0
                 (`models.optimizer.create_optimizer`), following the class's
                 `optimizer_recipe`; a constant `learning_rate` when there
                 are no `total_steps`.
-            loss, metrics, weighted_metrics: "auto" gives the model's own
-                (`compile_defaults()`).
+            loss: "auto" or keras.losses.Loss. "auto" gives the model's own.
+            metrics: "auto" or list. Keras metrics; "auto" gives the model's
+                own.
+            weighted_metrics: "auto" or list. Keras metrics weighted by the
+                sample weights; "auto" gives the model's own.
             learning_rate: float. Peak learning rate (default: the class's,
                 5e-5 for the task models, 1e-4 for the pretrainer).
             total_steps: int or None. Optimizer steps of the run (default:
                 the class's; None for the task models).
             warmup_ratio: float. Share of `total_steps` spent warming up
                 (default: the class's; 0.1 for the task models).
-            jit_compile: "auto", True or False, with Keras' meaning ("auto":
+            jit_compile: "auto" or bool. With Keras' meaning ("auto":
                 XLA on JAX and on TensorFlow with a GPU or TPU).
-            layerwise_lr_decay: float in (0, 1] or None. With "auto":
+            layerwise_lr_decay: float or None. In (0, 1]; with "auto":
                 layer-wise learning-rate decay as ELECTRA's `_get_layer_lrs`
                 (`models.layerwise_lr_decay`): layer i of n (0-based) learns
                 at `lr * decay**(n + 1 - i)`, the embeddings at

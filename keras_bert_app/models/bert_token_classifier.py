@@ -27,7 +27,9 @@ class BertTokenClassifier(BertTask):
     ```python
     import keras_bert_app as kba
 
-    tagger = kba.BertTokenClassifier.from_preset("bert_tiny_uncased", num_classes=9, load_weights=False)
+    tagger = kba.BertTokenClassifier.from_preset(
+        "bert_tiny_uncased", num_classes=9, load_weights=False
+    )
     tagger.compile(learning_rate=5e-5, total_steps=1000)
     ```
     """

@@ -56,7 +56,15 @@ class SentenceTask(BertTask):
 
     @classmethod
     def from_preset(cls, preset, load_weights=True, **kwargs):
-        """`BertTask.from_preset`, with the pooling of the preset's family unless `pooling` is given."""
+        """`BertTask.from_preset`, with the pooling of the preset's family unless `pooling` is given.
+
+        Args:
+            preset: str or path. A built-in name, one of our preset folders,
+                an HF checkpoint folder, a keras-hub preset or an original
+                Google release.
+            load_weights: bool. Load the preset's weights.
+            **kwargs: the head's constructor arguments (`num_classes`, ...).
+        """
         return super().from_preset(preset, load_weights, **preset_arguments(cls, preset, kwargs))
 
 

@@ -40,7 +40,9 @@ class BertPreprocessor(PreprocessingLayer):
 
     Example:
     ```python
-    preprocessor = keras_bert_app.BertPreprocessor.from_preset("bert_base_uncased", sequence_length=16)
+    preprocessor = keras_bert_app.BertPreprocessor.from_preset(
+        "bert_base_uncased", sequence_length=16
+    )
     preprocessor((["The cat sat."], ["It was tired."]))["token_ids"]
     ```
     """

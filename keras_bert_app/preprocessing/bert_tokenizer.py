@@ -74,10 +74,14 @@ class BertTokenizer(TokenizerLayer):
     Example:
     ```python
     tokenizer = keras_bert_app.BertTokenizer.from_preset("bert_base_uncased")
-    tokenizer(["The quick brown fox."])       # <tf.RaggedTensor [[1996, 4248, 2829, 4419, 1012]]>
-    ids, starts, ends = tokenizer.tokenize_with_offsets(["naïve café"])  # UTF-8 byte offsets
+    # <tf.RaggedTensor [[1996, 4248, 2829, 4419, 1012]]>
+    tokenizer(["The quick brown fox."])
+    # UTF-8 byte offsets
+    ids, starts, ends = tokenizer.tokenize_with_offsets(["naïve café"])
     tokenizer.tokenize_as_strings("a [MASK] b")   # [b'a', b'[', b'mask', b']', b'b']
-    hf_rule = keras_bert_app.BertTokenizer.from_preset("bert_base_uncased", special_tokens_in_strings=True)
+    hf_rule = keras_bert_app.BertTokenizer.from_preset(
+        "bert_base_uncased", special_tokens_in_strings=True
+    )
     hf_rule.tokenize_as_strings("a [MASK] b")     # [b'a', b'[MASK]', b'b']
     ```
     """

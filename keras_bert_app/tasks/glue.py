@@ -14,7 +14,9 @@ class GlueClassification(TextClassification):
 
     Example:
     ```python
-    kba.finetune("glue", "path/to/preset", "runs/mrpc", glue_task="MRPC", data_dir="glue_data/MRPC")
+    kba.finetune(
+        "glue", "path/to/preset", "runs/mrpc", glue_task="MRPC", data_dir="glue_data/MRPC"
+    )
     ```
     """
 

@@ -20,8 +20,10 @@ class TextClassification(Task):
     ```python
     import keras_bert_app as kba
 
-    result = kba.finetune("classify", "bert_tiny_uncased_folder", "runs/topics",
-                          train="train.csv", dev="dev.csv", text_column="text", label_column="label")
+    result = kba.finetune(
+        "classify", "bert_tiny_uncased_folder", "runs/topics",
+        train="train.csv", dev="dev.csv", text_column="text", label_column="label",
+    )
     ```
     """
 

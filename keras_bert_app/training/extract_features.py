@@ -3,7 +3,9 @@
 ```python
 import keras_bert_app as kba
 
-kba.extract_features("sentences.txt", "path/to/preset", "features.jsonl", layers=(-1, -2, -3, -4))
+kba.extract_features(
+    "sentences.txt", "path/to/preset", "features.jsonl", layers=(-1, -2, -3, -4)
+)
 ```
 
 The input has one example a line; `text_a ||| text_b` for a pair. Each

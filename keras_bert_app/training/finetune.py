@@ -3,8 +3,10 @@
 ```python
 import keras_bert_app as kba
 
-result = kba.finetune("classify", "runs/mini/preset", "runs/topics", train="train.csv", dev="dev.csv",
-                      text_column="text", label_column="label")
+result = kba.finetune(
+    "classify", "runs/mini/preset", "runs/topics", train="train.csv", dev="dev.csv",
+    text_column="text", label_column="label",
+)
 result.metrics["dev"]["accuracy"], result.preset
 ```
 

@@ -4,8 +4,10 @@
 import keras_bert_app as kba
 
 kba.predict("runs/topics/preset", "new.csv", "predictions.jsonl")
-kba.predict("runs/squad/preset", "questions.json", "answers/")   # SQuAD: a folder of the official files
-kba.evaluate("runs/topics/preset", "dev.csv")                   # {"accuracy": ..., "f1": ..., "examples": ...}
+# SQuAD: a folder of the official files
+kba.predict("runs/squad/preset", "questions.json", "answers/")
+# {"accuracy": ..., "f1": ..., "examples": ...}
+kba.evaluate("runs/topics/preset", "dev.csv")
 ```
 
 The input is read the way the model was trained: the "task" entry of the

@@ -45,6 +45,8 @@ def test_finetune_parity_table_is_its_json():
     assert len(rows) == len(data["rows"])
     for cells, row in zip(rows, data["rows"]):  # in the run's order: an implementation may run twice, side by side
         assert (cells["data"], cells["implementation"]) == (row["dataset"], row["implementation"])
+        earlier = [r for r in data["rows"][:data["rows"].index(row)] if r["implementation"] == row["implementation"]]
+        assert cells["run"] == str(len(earlier) + 1)
         assert shows(cells["whole process (s)"], row["seconds"])
         assert shows(cells["dev accuracy"], row["accuracy"])
         ratio = 1.0 if row["implementation"] == "ours" else data["ratios"][row["dataset"]][row["implementation"]]
@@ -86,7 +88,8 @@ def test_objectives_study_table_is_its_json():
 
 def test_chinese_masking_table_is_its_json():
     folder = DATA / "chinese_masking"
-    rows = tables(page("chinese-masking"))[0]
+    tuned, probed = tables(page("chinese-masking"))[:2]
+    rows = [{**left, **right} for left, right in zip(tuned, probed)]
     for cells, arm in zip(rows, ("token", "whole_word", "ngram")):
         stage = lambda name: json.loads((folder / arm / "stages" / f"{name}.json").read_text())  # noqa: E731
         assert cells["encoder"] == f"{arm} masking"
@@ -214,3 +217,25 @@ def test_collect_checks_then_replaces(data_copy, tmp_path):
     text = page("quickstart", data_copy)
     assert "| frozen [CLS] + logistic regression | 0.1235 |" in text
     assert "`keras-bert-app quickstart --steps 40`" in text
+
+
+def test_each_page_opens_with_its_findings_computed_from_the_json(data_copy):
+    """The first paragraph states the figures, including where ours loses; changing the JSON changes it."""
+    quickstart = page("quickstart").split("\n\n")[1]
+    features = json.loads((DATA / "quickstart" / "stages" / "features.json").read_text())
+    assert f"{features['token_counts']:.4f}" in quickstart and "bag of words still wins" in quickstart
+    parity = page("finetune-parity").split("\n\n")[1]
+    data = json.loads((DATA / "bench_finetune" / "bench_finetune.json").read_text())
+    (hf,) = {row["accuracy"] for row in data["rows"] if row["implementation"] == "hf-grouped"}
+    assert f"below hf-grouped's {hf:.4f}" in parity
+    assert "keras-bert-app bench" in page("benchmarks") and "/tmp/" not in page("benchmarks")
+    path = data_copy / "quickstart" / "stages" / "features.json"
+    path.write_text(json.dumps({**features, "token_counts": 0.1}))
+    assert "ahead of a logistic regression on token counts (0.1000)" in page("quickstart", data_copy)
+
+
+def test_the_results_index_findings_name_every_page():
+    text = tools.index_findings()
+    for name in ("benchmarks", "finetune-parity", "chinese-masking", "quickstart"):
+        assert f"]({name}.md)" in text
+    assert "/tmp/" not in text

@@ -11,7 +11,7 @@ import keras_bert_app as kba
 from keras_bert_app import cli, errors
 from tests.tasks.tiny_presets import write_tiny_preset
 
-README_LINE = "keras-bert-app extract-features --input sentences.txt --preset P --layers -1,-2,-3,-4 --output features.jsonl"
+README_LINE = "keras-bert-app extract-features --input sentences.txt --preset P --layers=-1,-2,-3,-4 --output features.jsonl"
 
 
 def run_command(argv):
@@ -47,7 +47,7 @@ def test_extract_features_layout_and_values(tmp_path, preset, capsys):
     for name in ("in", "pair"):
         argv = [
             "--input", str(tmp_path / f"{name}.txt"), "--preset", str(folder),
-            "--layers", "-1,0", "--output", str(tmp_path / f"{name}.jsonl"), "--sequence-length", "16",
+            "--layers=-1,0", "--output", str(tmp_path / f"{name}.jsonl"), "--sequence-length", "16",
         ]
         if name == "in":
             assert run_command(argv) == 2
