@@ -9,6 +9,7 @@ the matrix multiplications are int8 (ONNX Runtime's dynamic quantization).
 """
 
 from keras_bert_app.export import onnx_graph
+from keras_bert_app.export.runtime_export import OUTPUTS
 from keras_bert_app.export.serving_head import INPUT_NAMES
 
 OPSET = 17
@@ -31,9 +32,10 @@ def write_onnx(serving_model, folder, head, quantize=None, with_tokenizer=False)
     output_names = sorted(serving_model.output.keys()) if isinstance(serving_model.output, dict) else []
     names.update({value.name: name for value, name in zip(model.graph.output, output_names)})
     onnx_graph.rename(model, names)
+    onnx_graph.order_outputs(model, OUTPUTS[head.task])
     onnx_graph.name_dynamic_axes(model, ("batch", "sequence"))
-    if head.task == "classification":
-        onnx_graph.add_label_outputs(model, getattr(head, "label_names", None))
+    if head.task == "classification" and getattr(head, "label_names", None) is not None:
+        onnx_graph.add_labels(model, list(head.label_names))
     onnx.checker.check_model(model)
     onnx.save(model, str(path))
     if quantize == "int8":

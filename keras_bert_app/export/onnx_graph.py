@@ -51,6 +51,16 @@ def rename(model, names):
             node.output[index] = names.get(name, name)
 
 
+def order_outputs(model, names):
+    """Put the graph's outputs in the order of `names` (the SavedModel's)."""
+    outputs = sorted(model.graph.output, key=lambda value: names.index(value.name))
+    copies = [type(value)() for value in outputs]
+    for copy, value in zip(copies, outputs):
+        copy.CopyFrom(value)
+    del model.graph.output[:]
+    model.graph.output.extend(copies)
+
+
 def name_dynamic_axes(model, axis_names):
     """Name the open axes of the graph's inputs (`axis_names` in order) instead of tf2onnx's `unk__N`."""
     for value in model.graph.input:
@@ -65,18 +75,12 @@ def opset(model):
 
 
 
-def add_label_outputs(model, label_names=None):
-    """Add a classifier's `label_id` ([batch] int32, argmax of `probabilities`) and, with names, `label`."""
+
+def add_labels(model, label_names):
+    """Add a classifier's `label` output ([batch] strings): `label_names[label_id]`."""
     import onnx
 
     graph = model.graph
-    graph.node.append(onnx.helper.make_node("ArgMax", ["probabilities"], ["label_id_int64"], name="argmax",
-                                            axis=-1, keepdims=0))
-    graph.node.append(onnx.helper.make_node("Cast", ["label_id_int64"], ["label_id"], name="label_id",
-                                            to=onnx.TensorProto.INT32))
-    graph.output.append(onnx.helper.make_tensor_value_info("label_id", onnx.TensorProto.INT32, [None]))
-    if label_names is None:
-        return
     table = onnx.helper.make_tensor("label_names", onnx.TensorProto.STRING, [len(label_names)],
                                     [name.encode("utf-8") for name in label_names])
     graph.node.append(onnx.helper.make_node("Constant", [], ["label_names"], name="label_names", value=table))

@@ -19,7 +19,6 @@ kba.export_for_serving("runs/topics/preset", "serving/topics_onnx", format="onnx
 import json
 
 from keras_bert_app import errors
-from keras_bert_app.export.serving_head import INPUT_NAMES
 
 FORMATS = ("tf_saved_model", "onnx", "openvino", "litert")
 # format -> (the extra that installs it, the modules it imports, the file written)
@@ -30,20 +29,30 @@ RUNTIMES = {
 }
 # Serving tasks whose outputs these formats reproduce, and the output names in Keras' flattening order.
 OUTPUTS = {
-    "classification": ("label_id", "probabilities"),
+    "classification": ("probabilities", "label_id"),
     "regression": ("score",),
     "features": ("pooled_output", "sequence_output"),
 }
 METADATA_FILE = "keras_bert_app.json"
 
 
+# Why a format is refused (checked with Keras 3.15.1, TensorFlow 2.21.0, ai-edge-litert 2.3.0).
+UNSUPPORTED = {
+    "litert": "Keras' LiteRT export of a BERT model needs a Select TensorFlow op (FlexStridedSlice, the "
+    "attention mask's new axes), which ai-edge-litert's interpreter cannot run (no Flex delegate); serve "
+    "with --format onnx or tf_saved_model",
+}
+
+
 def check_runtime(format):
-    """Raise `ArgumentError` for an unknown format, `MissingDependencyError`-like one line for a missing extra."""
+    """Raise `ArgumentError` (one line) for an unknown or unsupported format or a missing extra."""
     import importlib.util
 
     errors.check_choice("format", format, FORMATS)
     if format == "tf_saved_model":
         return
+    if format in UNSUPPORTED:
+        raise errors.ArgumentError("format", f"export --format {format}: {UNSUPPORTED[format]}.")
     extra, modules, _ = RUNTIMES[format]
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if missing:
@@ -52,12 +61,12 @@ def check_runtime(format):
         )
 
 
-def serving_model(model, serving_task, label_id=True):
+def serving_model(model, serving_task):
     """A Keras model: the three int32 id inputs -> the task's served outputs (a dict).
 
-    `label_id=False` leaves a classifier's `label_id` out (the ONNX export adds
-    it as an `ArgMax` node: tf2onnx cannot convert the `Bitcast` of
-    `keras.ops.argmax` on TensorFlow).
+    A classifier's `label_id` is `top_k`'s index, not `argmax`'s: on
+    TensorFlow `keras.ops.argmax` adds a `Bitcast` (its -0.0 handling) that
+    neither tf2onnx nor OpenVINO converts.
     """
     import keras
 
@@ -66,6 +75,8 @@ def serving_model(model, serving_task, label_id=True):
             "format", f"export: the {serving_task} task exports as a SavedModel only; ONNX, OpenVINO and "
             f"LiteRT exports serve {', '.join(OUTPUTS)}.",
         )
+    from keras_bert_app.export.serving_head import INPUT_NAMES
+
     inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
     raw = model(inputs, training=False)
     if serving_task == "features":
@@ -73,14 +84,17 @@ def serving_model(model, serving_task, label_id=True):
     elif serving_task == "regression":
         outputs = {"score": raw[:, 0]}
     else:
-        outputs = {"probabilities": keras.ops.softmax(raw, axis=-1)}
-        if label_id:
-            outputs["label_id"] = keras.ops.cast(keras.ops.argmax(raw, axis=-1), "int32")
+        outputs = {
+            "probabilities": keras.ops.softmax(raw, axis=-1),
+            "label_id": keras.ops.cast(keras.ops.top_k(raw, k=1)[1][:, 0], "int32"),
+        }
     return keras.Model(inputs, outputs, name=f"{serving_task}_serving")
 
 
 def input_signature():
     import keras
+
+    from keras_bert_app.export.serving_head import INPUT_NAMES
 
     return [{name: keras.InputSpec(shape=(None, None), dtype="int32", name=name) for name in INPUT_NAMES}]
 
@@ -93,12 +107,14 @@ def write_runtime_export(model, head, target, format, quantize=None, with_tokeni
 
     import keras
 
+    from keras_bert_app.export.serving_head import INPUT_NAMES
+
     if keras.config.backend() != "tensorflow":
         raise errors.ArgumentError(
             "format", f"export --format {format}: run it with KERAS_BACKEND=tensorflow (the weights are "
             f"backend-neutral); this is {keras.config.backend()}.",
         )
-    wrapped = serving_model(model, head.task, label_id=format != "onnx")
+    wrapped = serving_model(model, head.task)
     metadata = {
         "format": format,
         "task": head.task,
