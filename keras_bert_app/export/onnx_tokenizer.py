@@ -3,15 +3,20 @@
 The op (domain `ai.onnx.contrib`) holds the vocabulary and does BERT's basic
 tokenization (lowercasing and accent stripping for an uncased vocabulary,
 punctuation and CJK characters split) and WordPiece, then adds `[CLS]` and
-`[SEP]` and truncates to the served length. It tokenizes one string per
+`[SEP]` and truncates to the served length. Its accent stripping covers
+Latin-1 letters only, so the graph first rewrites other accented letters
+(`accent_nodes`). It tokenizes one string per
 call, so the graph loops over the batch (`Loop`), pads each row to S, and
 cuts the batch to its longest row, as the SavedModel's length buckets do:
 
-    text [batch] -> Loop(BertTokenizer, Pad to S) -> [batch, S] -> cut to the
+    text [batch] -> accents stripped -> Loop(BertTokenizer, Pad to S) -> [batch, S] -> cut to the
     longest row -> token_ids, segment_ids (0), padding_mask -> the model
 
 Where the op's ids differ from ours, see the serving guide's ONNX Runtime
 section (measured on the Wikipedia sample by `tests/export/test_onnx_tokenizer.py`).
+In a process that has imported TensorFlow, onnxruntime-extensions' regex
+op (1.32/0.15.2) leaves its input unchanged (both link RE2): serve the
+raw-string model from a process without TensorFlow, as ORT users do.
 """
 
 import numpy as np
@@ -44,6 +49,46 @@ def check_tokenizer(preprocessor, text_pair=False):
         )
 
 
+def accent_table():
+    """`{plain letter: the letters that NFD-decompose to it plus marks}` over Latin, Greek and Cyrillic.
+
+    The op lowercases and strips the accents of Latin-1 letters only (É, é, ü)
+    and maps others (ā, ş, ō, Greek ύ) to [UNK]; BERT (and our tokenizer)
+    decompose every letter (NFD) and drop its marks (Mn). The graph first
+    rewrites these letters with `StringRegexReplace`, one class per letter.
+    """
+    import unicodedata
+
+    table = {}
+    for code in list(range(0x00C0, 0x0250)) + list(range(0x0370, 0x0530)) + list(range(0x1E00, 0x2000)):
+        letter = chr(code)
+        plain = "".join(c for c in unicodedata.normalize("NFD", letter) if unicodedata.category(c) != "Mn")
+        if plain != letter and len(plain) == 1 and unicodedata.category(letter).startswith("L"):
+            table.setdefault(plain, []).append(letter)
+    return {plain: "".join(letters) for plain, letters in sorted(table.items())}
+
+
+def accent_nodes(text, output):
+    """`StringRegexReplace` nodes: `text` -> `output` without marks (Mn) and with each accented letter plain."""
+    import onnx
+    from onnx import helper
+
+    def constant(name, value):
+        tensor = helper.make_tensor(name, onnx.TensorProto.STRING, [1], [value.encode("utf-8")])
+        return helper.make_node("Constant", [], [name], name=name, value=tensor)
+
+    rewrites = [(r"\p{Mn}", "")] + [(f"[{letters}]", plain) for plain, letters in accent_table().items()]
+    nodes, current = [], text
+    for index, (pattern, rewrite) in enumerate(rewrites):
+        result = output if index == len(rewrites) - 1 else f"{text}_rewritten_{index}"
+        nodes += [constant(f"accent_pattern_{index}", pattern), constant(f"accent_rewrite_{index}", rewrite),
+                  helper.make_node("StringRegexReplace", [current, f"accent_pattern_{index}",
+                                                          f"accent_rewrite_{index}"], [result],
+                                   domain=DOMAIN, global_replace=1)]
+        current = result
+    return nodes
+
+
 def tokenizer_graph(tokenizer, sequence_length):
     """An ONNX model: `text` [batch] strings -> the three id tensors, int32 [batch, longest row]."""
     import onnx
@@ -57,7 +102,7 @@ def tokenizer_graph(tokenizer, sequence_length):
         [
             helper.make_node("Unsqueeze", ["index", "axis_0"], ["start"]),
             helper.make_node("Add", ["start", "one"], ["end"]),
-            helper.make_node("Slice", ["text", "start", "end"], ["one_text"]),
+            helper.make_node("Slice", ["plain_text", "start", "end"], ["one_text"]),
             helper.make_node(
                 "BertTokenizer", ["one_text"], ["ids", "types", "mask"], domain=DOMAIN,
                 vocab_file=vocabulary, do_lower_case=int(tokenizer.lowercase),
@@ -78,7 +123,10 @@ def tokenizer_graph(tokenizer, sequence_length):
          helper.make_tensor_value_info("row_ids", TensorProto.INT64, [sequence_length]),
          helper.make_tensor_value_info("row_mask", TensorProto.INT64, [sequence_length])],
     )
-    nodes = [
+    # Accents: rewritten on the whole batch before the loop (uncased vocabularies only).
+    plain = accent_nodes("text", "plain_text") if tokenizer.lowercase else [
+        helper.make_node("Identity", ["text"], ["plain_text"])]
+    nodes = plain + [
         constant("axis_0", np.array([0], np.int64)),
         constant("one", np.array([1], np.int64)),
         constant("zero", np.array([0], np.int64)),
