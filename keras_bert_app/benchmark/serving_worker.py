@@ -45,6 +45,8 @@ def build(row, plan):
     """`predict(texts) -> label ids` of a row."""
     import numpy as np
 
+    if row not in ROWS:
+        raise ValueError(f"unknown row {row!r}; expected one of {sorted(ROWS)}")
     if row == "savedmodel_text":
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (the tokenizer ops)
@@ -88,7 +90,6 @@ def build(row, plan):
             return logits.argmax(-1).numpy()
 
         return predict
-    raise ValueError(f"unknown row {row!r}; expected one of {sorted(ROWS)}")
 
 
 def latencies(predict, texts, repeats):

