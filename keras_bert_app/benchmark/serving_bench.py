@@ -121,9 +121,11 @@ def _export_hf_onnx(huggingface, path):
     import torch
     from transformers import BertForSequenceClassification
 
-    model = BertForSequenceClassification.from_pretrained(huggingface).eval()
-    names = ["input_ids", "token_type_ids", "attention_mask"]
-    example = tuple(torch.ones((1, 8), dtype=torch.int64) for _ in names)
+    # (Eager attention: traced as plain matmuls and softmax. The example has a padded row.)
+    model = BertForSequenceClassification.from_pretrained(huggingface, attn_implementation="eager").eval()
+    names = ["input_ids", "attention_mask", "token_type_ids"]  # (forward's positional order)
+    mask = torch.tensor([[1] * 8, [1] * 5 + [0] * 3], dtype=torch.int64)
+    example = (torch.full((2, 8), 1000, dtype=torch.int64), mask, torch.zeros((2, 8), dtype=torch.int64))
     axes = {name: {0: "batch", 1: "sequence"} for name in names}
     torch.onnx.export(model, example, str(path), input_names=names, output_names=["logits"],
                       dynamic_axes={**axes, "logits": {0: "batch"}}, opset_version=17, dynamo=False)
