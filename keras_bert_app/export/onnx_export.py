@@ -31,8 +31,9 @@ def write_onnx(serving_model, folder, head, signature, output_names, quantize=No
     model = onnx.load(str(path))
     onnx_graph.replace_erfc(model)
     names = {f"args_0_{name}": name for name in INPUT_NAMES}
-    output_names = sorted(serving_model.output.keys()) if isinstance(serving_model.output, dict) else []
-    names.update({value.name: name for value, name in zip(model.graph.output, output_names)})
+    # tf2onnx's outputs come in Keras' flattening order of the output dict: sorted keys.
+    flattened = sorted(serving_model.output.keys()) if isinstance(serving_model.output, dict) else []
+    names.update({value.name: name for value, name in zip(model.graph.output, flattened)})
     onnx_graph.rename(model, names)
     onnx_graph.order_outputs(model, list(output_names))
     onnx_graph.name_dynamic_axes(model, ("batch", "sequence"))
