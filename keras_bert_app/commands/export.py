@@ -1,6 +1,7 @@
 """`keras-bert-app export`: a run or preset folder -> `EXPORT_BASE/<version>/` for TF Serving (`kba.export_for_serving`).
 
     keras-bert-app export --model RUN/preset --output /models/bert_topics
+    keras-bert-app export --model RUN/preset --output serving/topics_onnx --format onnx --with-tokenizer
 """
 
 import json
