@@ -35,6 +35,7 @@ DOCS = REPO_ROOT / "docs"
 RENDERERS = {
     "benchmarks": docs_results_pages.benchmarks,
     "finetune-parity": docs_results_pages.finetune_parity,
+    "serving": docs_results_pages.serving,
     "objectives-study": docs_results_pages.objectives_study,
     "chinese-masking": docs_results_pages.chinese_masking,
     "quickstart": docs_results_pages.quickstart,

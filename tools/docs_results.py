@@ -67,6 +67,11 @@ RESULTS = {
                         "ratios[].batch_size", "ratios[].ours_backend", "ratios[].peer", "ratios[].peer_backend",
                         "ratios[].ratio")},
     ),
+    "serving": Result(
+        "serving", "Serving", "keras-bert-app bench --task serving", "serving",
+        {"bench_serving.json": ("command", "machine.note", "versions", "model", "sequence_length", "dev_size",
+                                "short_words", "long_words", "rows[].row", "rows[].description", "ratios")},
+    ),
     "finetune-parity": Result(
         "finetune-parity", "Fine-tuning parity", "keras-bert-app bench --task finetune", "bench_finetune",
         {"bench_finetune.json": ("settings.checkpoint", "settings.train_size", "settings.dev_size", "settings.epochs",

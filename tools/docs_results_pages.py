@@ -199,6 +199,55 @@ def finetune_findings(data):
     return " ".join(sentences)
 
 
+def serving(result, files, provenance, folder):
+    """`bench --task serving`: the rows, the ratios the issue asks for, and where the time goes."""
+    data = files["bench_serving.json"]
+    measured = {row["row"]: row for row in data["rows"] if "error" not in row}
+    header = ["row", "what", "short p50 (ms)", "short p99 (ms)", "long p50 (ms)", "long p99 (ms)",
+              "batch 32 (texts/s)", "peak memory (MiB)", "dev accuracy"]
+    rows = []
+    for row in data["rows"]:
+        if "error" in row:
+            rows.append([row["row"], row["description"], f"failed: {row['error']}", "", "", "", "", "", ""])
+            continue
+        rows.append([row["row"], row["description"], _number(row["short_p50_ms"], 1), _number(row["short_p99_ms"], 1),
+                     _number(row["long_p50_ms"], 1), _number(row["long_p99_ms"], 1),
+                     _number(row["batch32_texts_per_second"], 1), _number(row["peak_memory_mib"], 0),
+                     _number(row["dev_accuracy"], 3)])
+    ratio_header = ["row", "peer", "short p50: peer / row", "long p50: peer / row", "batch 32: row / peer"]
+    ratio_rows = [[row, peer, _number(values["short_p50"], 2), _number(values["long_p50"], 2),
+                   _number(values["batch32"], 2)]
+                  for peer, by_row in data["ratios"].items() for row, values in by_row.items() if row != peer]
+    lines = []
+    if {"onnx_ids", "onnx_text", "hf_onnx"} <= set(measured):
+        hf = measured["hf_onnx"]["short_p50_ms"]
+        lines.append(f"- Short request, p50: our ONNX on ONNX Runtime {measured['onnx_ids']['short_p50_ms']:.1f} ms "
+                     f"(ids in) and {measured['onnx_text']['short_p50_ms']:.1f} ms (raw strings in), HF's ONNX path "
+                     f"{hf:.1f} ms.")
+    if {"savedmodel_text", "onnx_text"} <= set(measured):
+        ratio = measured["savedmodel_text"]["short_p50_ms"] / measured["onnx_text"]["short_p50_ms"]
+        lines.append(f"- The SavedModel on TensorFlow takes {ratio:.2f}x the time of the raw-string ONNX model on "
+                     "ONNX Runtime for the short request.")
+    if measured:
+        fastest = min(measured.values(), key=lambda row: row["short_p50_ms"])
+        accuracies = [row["dev_accuracy"] for row in measured.values()]
+        lines.append(f"- Fastest row at the short request: {fastest['row']}. Dev accuracy spans "
+                     f"{min(accuracies):.3f} to {max(accuracies):.3f} over {data['dev_size']} headlines.")
+    return "\n\n".join([
+        "# Serving",
+        f"One classifier, {data['model']}, served {len(data['rows'])} ways by `{result.command}`, each row in its "
+        f"own process: the latency of one short ({data['short_words']} words) and one long ({data['long_words']} "
+        f"words) request, tokenization included (p50/p99), throughput at batch 32, the process's peak memory and "
+        f"the accuracy on {data['dev_size']} dev headlines. Every row serves the same weights at sequence length "
+        f"{data['sequence_length']}.",
+        _provenance(result, data["command"], data["machine"], data["versions"], provenance),
+        f"- **Note:** {data['machine']['note']}",
+        "## Rows", _table(header, rows),
+        "## Ratios", "Above 1: the row is faster than the peer.", _table(ratio_header, ratio_rows),
+        *(["## Read from the table", "\n".join(lines)] if lines else []),
+    ]) + "\n"
+
+
 def _mean_std(values):
     values = [value for value in values if value is not None]
     if not values:

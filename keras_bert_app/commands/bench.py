@@ -21,9 +21,11 @@ def add_arguments(parser):
     from keras_bert_app.benchmark.finetune_worker import DEFAULT_IMPLEMENTATIONS, IMPLEMENTATIONS
 
     parser.add_argument(
-        "--task", choices=("model", "finetune"), default="model",
+        "--task", choices=("model", "finetune", "serving"), default="model",
         help="model: training/inference steps of the encoder (default); finetune: whole-process fine-tuning "
-        "time and dev accuracy of MiniLM-L6 on real text, ours vs keras-hub and HF (one process each)",
+        "time and dev accuracy of MiniLM-L6 on real text, ours vs keras-hub and HF (one process each); "
+        "serving: one fine-tuned MiniLM-L6 classifier served as our SavedModel, ONNX (ids, raw strings, int8), "
+        "HF's ONNX path and PyTorch eager: latency, throughput, memory, dev accuracy",
     )
     parser.add_argument(
         "--preset", default="bert_base_uncased",
@@ -105,6 +107,15 @@ def add_arguments(parser):
     finetune.add_argument("--epochs", type=int, default=1, help="epochs (default: %(default)s)")
     finetune.add_argument("--learning-rate", type=float, default=5e-5, help="peak learning rate (default: %(default)s)")
     finetune.add_argument("--workdir", help="folder for the CSVs and run folders (default: a temporary one)")
+    serving = parser.add_argument_group("--task serving (also --workdir, --epochs, --timeout, --output)")
+    serving.add_argument(
+        "--rows", default=None,
+        help="comma-separated rows (default: all: savedmodel_text, onnx_ids, onnx_text, onnx_int8_text, "
+        "hf_onnx, torch_eager)",
+    )
+    serving.add_argument("--repeats", type=int, default=40, help="timed short requests per row (default: %(default)s)")
+    serving.add_argument("--serving-train-size", type=int, default=640, help="fine-tuning headlines (default: %(default)s)")
+    serving.add_argument("--serving-dev-size", type=int, default=200, help="dev headlines (default: %(default)s)")
 
 
 def run(args):
@@ -112,6 +123,8 @@ def run(args):
 
     if args.task == "finetune":
         return _run_finetune(args)
+    if args.task == "serving":
+        return _run_serving(args)
     from keras_bert_app.benchmark.flops import FLOPS_FORMULA
     from keras_bert_app.benchmark.report import MODEL_NOTES, format_table
     from keras_bert_app.benchmark.suite import run_benchmarks
@@ -172,3 +185,26 @@ def _run_finetune(args):
         print(f"- {note}")
     print(f"- {report['settings']['machine']}")
     return 1 if report["failed_runs"] else 0
+
+
+def _run_serving(args):
+    import sys
+
+    from keras_bert_app import errors
+    from keras_bert_app.benchmark.serving_bench import format_table, run_serving_benchmark
+    from keras_bert_app.benchmark.serving_worker import ROWS
+
+    rows = comma_separated(args.rows) if args.rows else list(ROWS)
+    unknown = sorted(set(rows) - set(ROWS))
+    if unknown:
+        raise errors.ArgumentError("rows", f"--rows: unknown {', '.join(unknown)}; expected some of {', '.join(ROWS)}.")
+    report = run_serving_benchmark(
+        output=args.output or "bench_serving.json", workdir=args.workdir, train_size=args.serving_train_size,
+        dev_size=args.serving_dev_size, epochs=args.epochs, repeats=args.repeats, rows=rows,
+        timeout=args.timeout or 1800, log=functools.partial(print, flush=True),
+        command="keras-bert-app " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["bench"] else None,
+    )
+    print()
+    print(format_table(report))
+    print(f"- {report['machine']['note']}")
+    return 1 if any("error" in row for row in report["rows"]) else 0

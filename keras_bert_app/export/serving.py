@@ -107,6 +107,9 @@ def export_for_serving(
     head: str = "auto",
     sequence_length: Optional[int] = None,
     bucketing: bool = True,
+    format: str = "tf_saved_model",
+    quantize: Optional[str] = None,
+    with_tokenizer: bool = False,
 ) -> pathlib.Path:
     """Write `export_base/<version>/`, a SavedModel for TF Serving.
 
@@ -155,6 +158,15 @@ def export_for_serving(
             96, 128, ..., up to S; `data.bucketing`), so a short request
             costs a short request's compute; the outputs keep their [-1, S]
             shapes. False: every batch runs at S.
+        format: str. "tf_saved_model" (default), "onnx", "openvino" or
+            "litert" (`export.runtime_export`: token ids in, classifier,
+            regression and features outputs; the extra of that name).
+        quantize: None or "int8" (ONNX only): int8 weights through ONNX
+            Runtime's dynamic quantization.
+        with_tokenizer: bool (ONNX only). Also write
+            `model_with_tokenizer.onnx`, raw strings in (`text`), through
+            onnxruntime-extensions' `BertTokenizer` op (WordPiece
+            vocabularies only).
 
     Returns:
         pathlib.Path of the written version folder.
@@ -166,7 +178,16 @@ def export_for_serving(
     """
     import keras
 
+    from keras_bert_app.export.runtime_export import check_runtime
+
     errors.check_type("bucketing", bucketing, bool)
+    check_runtime(format)
+    if format != "onnx" and (quantize is not None or with_tokenizer):
+        raise errors.ArgumentError(
+            "format", f"export: quantize and with_tokenizer apply to --format onnx, not {format}."
+        )
+    if quantize is not None:
+        errors.check_choice("quantize", quantize, ("int8",))
     task = None
     if isinstance(model, (str, os.PathLike)):
         model, preprocessor, task, label_names = _from_folder(model, preprocessor, head, sequence_length, label_names)
@@ -224,6 +245,14 @@ def export_for_serving(
     if target.exists():
         raise errors.OutputExistsError(f"export_for_serving: {target} exists; choose another --version.")
     serving_head.set_bucketing(bucketing)
+    if format != "tf_saved_model":
+        from keras_bert_app.export.runtime_export import write_runtime_export
+
+        if with_tokenizer:
+            from keras_bert_app.export.onnx_tokenizer import check_tokenizer
+
+            check_tokenizer(preprocessor, settings["text_pair"])
+        return write_runtime_export(model, serving_head, target, format, quantize, with_tokenizer)
     return write_saved_model(model, serving_head, target, warmup_texts)
 
 

@@ -1,0 +1,143 @@
+"""Exports for other runtimes than TF Serving: ONNX (ONNX Runtime), OpenVINO, LiteRT.
+
+Each goes through Keras' own `model.export(format=...)` on a small Keras
+model around the task model: token ids in (`token_ids`, `segment_ids`,
+`padding_mask`, int32 [batch, seq], both axes open), the SavedModel's
+outputs out (`probabilities` + `label_id` for a classifier, `score` for
+regression, `pooled_output` + `sequence_output` for features). The version
+folder holds the model file and `keras_bert_app.json` (task, inputs,
+outputs, label names, sequence length, opset).
+
+```python
+# Not run here: it needs a fine-tuned run folder.
+import keras_bert_app as kba
+
+kba.export_for_serving("runs/topics/preset", "serving/topics_onnx", format="onnx")
+```
+"""
+
+import json
+
+from keras_bert_app import errors
+
+FORMATS = ("tf_saved_model", "onnx", "openvino", "litert")
+# format -> (the extra that installs it, the modules it imports, the file written)
+RUNTIMES = {
+    "onnx": ("onnx", ("onnx", "onnxruntime", "tf2onnx"), "model.onnx"),
+    "openvino": ("openvino", ("openvino",), "model.xml"),
+    "litert": ("litert", ("ai_edge_litert",), "model.tflite"),
+}
+# Serving tasks whose outputs these formats reproduce, and the output names in Keras' flattening order.
+OUTPUTS = {
+    "classification": ("probabilities", "label_id"),
+    "regression": ("score",),
+    "features": ("pooled_output", "sequence_output"),
+}
+METADATA_FILE = "keras_bert_app.json"
+
+
+# Why a format is refused (checked with Keras 3.15.1, TensorFlow 2.21.0, ai-edge-litert 2.3.0).
+UNSUPPORTED = {
+    "litert": "Keras' LiteRT export of a BERT model needs a Select TensorFlow op (FlexStridedSlice, the "
+    "attention mask's new axes), which ai-edge-litert's interpreter cannot run (no Flex delegate); serve "
+    "with --format onnx or tf_saved_model",
+}
+
+
+def check_runtime(format):
+    """Raise `ArgumentError` (one line) for an unknown or unsupported format or a missing extra."""
+    import importlib.util
+
+    errors.check_choice("format", format, FORMATS)
+    if format == "tf_saved_model":
+        return
+    if format in UNSUPPORTED:
+        raise errors.ArgumentError("format", f"export --format {format}: {UNSUPPORTED[format]}.")
+    extra, modules, _ = RUNTIMES[format]
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
+    if missing:
+        raise errors.ArgumentError(
+            "format", f"export --format {format} needs {', '.join(missing)}: pip install 'keras-bert-app[{extra}]'."
+        )
+
+
+def serving_model(model, serving_task):
+    """A Keras model: the three int32 id inputs -> the task's served outputs (a dict).
+
+    A classifier's `label_id` is `top_k`'s index, not `argmax`'s: on
+    TensorFlow `keras.ops.argmax` adds a `Bitcast` (its -0.0 handling) that
+    neither tf2onnx nor OpenVINO converts.
+    """
+    import keras
+
+    if serving_task not in OUTPUTS:
+        raise errors.ArgumentError(
+            "format", f"export: the {serving_task} task exports as a SavedModel only; ONNX, OpenVINO and "
+            f"LiteRT exports serve {', '.join(OUTPUTS)}.",
+        )
+    from keras_bert_app.export.serving_head import INPUT_NAMES
+
+    inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+    raw = model(inputs, training=False)
+    if serving_task == "features":
+        outputs = {"pooled_output": raw["pooled_output"], "sequence_output": raw["sequence_output"]}
+    elif serving_task == "regression":
+        outputs = {"score": raw[:, 0]}
+    else:
+        outputs = {
+            "probabilities": keras.ops.softmax(raw, axis=-1),
+            "label_id": keras.ops.cast(keras.ops.top_k(raw, k=1)[1][:, 0], "int32"),
+        }
+    return keras.Model(inputs, outputs, name=f"{serving_task}_serving")
+
+
+def input_signature():
+    import keras
+
+    from keras_bert_app.export.serving_head import INPUT_NAMES
+
+    return [{name: keras.InputSpec(shape=(None, None), dtype="int32", name=name) for name in INPUT_NAMES}]
+
+
+def write_runtime_export(model, head, target, format, quantize=None, with_tokenizer=False):
+    """Export `model` (ids in, `head.task`'s outputs out) as `format` into the new folder `target`."""
+    import pathlib
+    import shutil
+    import tempfile
+
+    import keras
+
+    from keras_bert_app.export.serving_head import INPUT_NAMES
+
+    if keras.config.backend() != "tensorflow":
+        raise errors.ArgumentError(
+            "format", f"export --format {format}: run it with KERAS_BACKEND=tensorflow (the weights are "
+            f"backend-neutral); this is {keras.config.backend()}.",
+        )
+    wrapped = serving_model(model, head.task)
+    metadata = {
+        "format": format,
+        "task": head.task,
+        "model_class": type(model).__name__,
+        "inputs": list(INPUT_NAMES),
+        "outputs": list(OUTPUTS[head.task]),
+        "sequence_length": head.sequence_length,
+        "label_names": getattr(head, "label_names", None),
+        "lowercase": head.tokenizer.lowercase,
+        "quantize": quantize,
+    }
+    with tempfile.TemporaryDirectory() as scratch:
+        partial = pathlib.Path(scratch) / "export"
+        partial.mkdir()
+        if format == "onnx":
+            from keras_bert_app.export import onnx_export
+
+            metadata.update(onnx_export.write_onnx(wrapped, partial, head, input_signature(), OUTPUTS[head.task],
+                                                   quantize, with_tokenizer))
+        else:
+            path = partial / RUNTIMES[format][2]
+            wrapped.export(str(path), format=format, input_signature=input_signature(), verbose=False)
+        (partial / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(partial), str(target))  # whole, or not at all
+    return target
