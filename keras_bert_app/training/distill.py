@@ -187,7 +187,6 @@ def distill(
 
     jit_compile = resolve_jit_compile(jit_compile)
     keras.utils.set_random_seed(seed)
-    output.mkdir(parents=True, exist_ok=True)
     teacher_model = task.build_model(teacher)
     student_model, student_note = _build_student(
         teacher_model, teacher, student, student_layers, student_size, task,
@@ -196,6 +195,8 @@ def distill(
         raise errors.ArgumentError(
             "student", "the data has text pairs (two segments), but the student's encoder has one segment type.",
         )
+
+    output.mkdir(parents=True, exist_ok=True)
 
     # === The teacher labels every example once ===
     examples = _joined(train_examples, transfer)
