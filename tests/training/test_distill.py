@@ -2,12 +2,18 @@
 unchanged, each kind of student, and one line for each kind of bad input."""
 
 import json
+import pathlib
 import random
+import re
+import shlex
 
 import pytest
 
 from keras_bert_app import cli
 from tests.tasks.tiny_presets import SPECIALS, write_tiny_preset
+from tests.test_readme_commands import file_commands
+
+GUIDE = pathlib.Path(__file__).resolve().parents[2] / "docs" / "guides" / "distillation.md"
 
 TRAINING = ["--epochs", "1", "--batch-size", "8", "--sequence-length", "16", "--learning-rate", "1e-3"]
 WORDS = {"sport": "goal match team won league cup", "tech": "computer software phone internet chip data"}
@@ -36,10 +42,10 @@ def _rows(count, seed, scores=False):
 
 @pytest.fixture(scope="module")
 def teacher_run(tmp_path_factory, shared_data):
-    """Data, a 3-layer preset with the real uncased vocabulary and a classify teacher fine-tuned on it."""
+    """Data, a 5-layer preset with the real uncased vocabulary and a classify teacher fine-tuned on it."""
     folder = tmp_path_factory.mktemp("distill")
     preset = write_tiny_preset(folder / "P", shared_data / "vocab" / "bert_uncased_vocab.txt",
-                               max_sequence_length=32, num_layers=3)
+                               max_sequence_length=32, num_layers=5)
     (folder / "train.csv").write_text(_rows(32, 0), encoding="utf-8")
     (folder / "dev.csv").write_text(_rows(12, 1), encoding="utf-8")
     (folder / "scores.csv").write_text(_rows(24, 2, scores=True), encoding="utf-8")
@@ -54,7 +60,7 @@ def teacher_run(tmp_path_factory, shared_data):
 def test_distilled_run_folder_is_one_that_predict_evaluate_and_export_take(teacher_run, tmp_path, capsys):
     data = teacher_run
     run = tmp_path / "student"
-    assert _main("distill", "--teacher", data / "teacher", "--student-layers", "0,2", "--train", data / "train.csv",
+    assert _main("distill", "--teacher", data / "teacher", "--student-layers", "0,2,4", "--train", data / "train.csv",
                  "--dev", data / "dev.csv", "--unlabeled", data / "unlabeled.txt", "--temperature", "3",
                  "--output", run, *TRAINING) == 0
     out = capsys.readouterr().out
@@ -65,7 +71,7 @@ def test_distilled_run_folder_is_one_that_predict_evaluate_and_export_take(teach
     assert metrics["distillation"]["parameters"] < metrics["teacher"]["parameters"]
     assert set(metrics["teacher"]["dev"]) == {"accuracy", "f1"}
     config = json.loads((run / "preset" / "config.json").read_text())
-    assert config["encoder"]["num_layers"] == 2 and config["task"]["label_names"] == ["sport", "tech"]
+    assert config["encoder"]["num_layers"] == 3 and config["task"]["label_names"] == ["sport", "tech"]
     assert (run / "logs" / "history.csv").is_file() and (run / "dev_predictions.jsonl").is_file()
 
     assert _main("evaluate", "--preset", run, "--input", data / "dev.csv") == 0
@@ -114,8 +120,8 @@ def test_bad_input_gives_one_line(teacher_run, tmp_path, capsys):
     assert _main(*base, "--student", other, "--train", data / "train.csv") == 2
     _one_line_error(capsys, "tokenizes differently from the teacher")
 
-    assert _main(*base, "--student-layers", "0,3", "--train", data / "train.csv") == 2
-    _one_line_error(capsys, "student_layers [3] out of range", "the teacher has 3 layers, 0 to 2")
+    assert _main(*base, "--student-layers", "0,5", "--train", data / "train.csv") == 2
+    _one_line_error(capsys, "student_layers [5] out of range", "the teacher has 5 layers, 0 to 4")
 
     (tmp_path / "empty.txt").write_text("\n  \n", encoding="utf-8")
     assert _main(*base, *layers, "--train", data / "train.csv", "--unlabeled", tmp_path / "empty.txt") == 2
@@ -140,3 +146,32 @@ def test_exactly_one_student_kind_is_required(teacher_run, tmp_path, capsys):
     with pytest.raises(errors.ArgumentError, match="LAYERSxHIDDEN"):
         kba.distill(teacher_run / "teacher", tmp_path / "x", train=teacher_run / "train.csv",
                     dev=teacher_run / "dev.csv", student_size="3x100")
+
+
+def test_the_guides_commands_and_python_run_as_written(teacher_run, tmp_path, monkeypatch, capsys):
+    """docs/guides/distillation.md: every command in order (training shortened), then its Python block."""
+    for name in ("train.csv", "dev.csv"):
+        (tmp_path / name).write_text((teacher_run / name).read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "sentences.txt").write_text((teacher_run / "unlabeled.txt").read_text(encoding="utf-8"),
+                                            encoding="utf-8")
+    (tmp_path / "P").symlink_to(teacher_run / "P", target_is_directory=True)
+    (tmp_path / "runs" / "mini").mkdir(parents=True)
+    (tmp_path / "runs" / "mini" / "preset").symlink_to(teacher_run / "P", target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    commands = file_commands(GUIDE)
+    assert [command.split()[1] for command in commands] == [
+        "finetune", "distill", "distill", "distill", "evaluate", "export"]
+    for command in commands:
+        argv = shlex.split(command)[1:]
+        if argv[0] in ("finetune", "distill"):
+            argv += TRAINING
+        assert cli.main(argv) == 0, (command, capsys.readouterr().err)
+    metrics = json.loads((tmp_path / "runs" / "topics-small" / "metrics.json").read_text())
+    assert metrics["distillation"]["student"] == "teacher layers 0,2,4"
+    assert list((tmp_path / "served" / "topics-small").glob("*/saved_model.pb"))
+
+    (python,) = re.findall(r"^```python\n(.*?)^```", GUIDE.read_text(encoding="utf-8"), re.S | re.M)
+    capsys.readouterr()
+    exec(compile(python, str(GUIDE), "exec"), {})
+    assert (tmp_path / "runs" / "topics-small-py" / "preset" / "config.json").is_file()
+    assert len(capsys.readouterr().out.strip().splitlines()[-1].split()) == 2
