@@ -119,7 +119,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", default="runs/distillation_must_show", help="folder (default: %(default)s)")
     parser.add_argument("--seeds", default="0,1,2", help="student seeds (default: %(default)s)")
+    parser.add_argument("--arms", default=",".join(ARMS), help="arms to run, of %(default)s (default: all)")
     args = parser.parse_args(argv)
+    arms = args.arms.split(",")
     seeds = [int(seed) for seed in args.seeds.split(",")]
     output = pathlib.Path(args.output)
     output.mkdir(parents=True, exist_ok=True)
@@ -146,9 +148,9 @@ def main(argv=None):
         keras.backend.clear_session()
     runs = {}
     # The arms the must-show needs first, for every seed; the serving figures after the first seed; then the rest.
-    order = [(seed, arm) for arm in ("distilled_transfer", "labels_only") for seed in seeds]
+    order = [(seed, arm) for arm in ("distilled_transfer", "labels_only") if arm in arms for seed in seeds]
     order.sort(key=lambda item: seeds.index(item[0]))
-    order += [(seed, "distilled") for seed in seeds]
+    order += [(seed, "distilled") for seed in seeds if "distilled" in arms]
     for seed, arm in order:
         settings = ARMS[arm]
         run = output / f"{arm}_seed{seed}"
