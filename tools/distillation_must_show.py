@@ -11,7 +11,10 @@ with `convert_checkpoint`) fine-tuned on the 1,600. Then per seed, the same
 student (`student_layers=[0, 2, 4]`, DistilBERT's initialisation):
 - "distilled + transfer": soft + hard loss on the 1,600 and the 8,000;
 - "distilled": soft + hard loss on the 1,600 only;
-- "labels only": `hard_label_weight=1.0` on the 1,600 (fine-tuning, same init).
+- "labels only": `hard_label_weight=1.0` on the 1,600 (fine-tuning, same init);
+- "labels only, pretrained layers": the pretrained (not fine-tuned) MiniLM's
+  layers 0,2,4 with a new head, `finetune`d on the 1,600: the student one
+  would train without a teacher.
 Every arm: 3 epochs, batch 32, learning rate 1e-4, sequence length 64,
 temperature 2, hard-label weight 0.5, fixed before any run (nothing tuned on
 dev). Serving: the teacher's and the seed-0 student's SavedModels
@@ -35,6 +38,8 @@ ARMS = {
     "distilled_transfer": {"unlabeled": True, "hard_label_weight": 0.5},
     "distilled": {"unlabeled": False, "hard_label_weight": 0.5},
     "labels_only": {"unlabeled": False, "hard_label_weight": 1.0},
+    # Without a teacher at all: the pretrained MiniLM's layers 0,2,4 (not the fine-tuned teacher's), `finetune`d.
+    "labels_only_pretrained": {"unlabeled": False, "hard_label_weight": 1.0},
 }
 COMMON = {"epochs": 3, "batch_size": 32, "learning_rate": 1e-4, "temperature": 2.0}
 SEQUENCE_LENGTH = 64
@@ -70,6 +75,24 @@ def write_data(folder, num_train=1600, num_unlabeled=8000, num_dev=1000, seed=0)
             writer.writerow(["text", "label"])
             writer.writerows(rows)
     (folder / "unlabeled.txt").write_text("\n".join(unlabelled) + "\n", encoding="utf-8")
+    return folder
+
+
+def pretrained_student(minilm, folder):
+    """A preset of the pretrained MiniLM's layers `LAYERS` (its embeddings and pooler too), no task head."""
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app.preprocessing.preset_tokenizer import tokenizer_from_preset
+
+    if (folder / "config.json").is_file():
+        return folder
+    encoder = BertEncoder.from_preset(minilm)
+    small = BertEncoder.from_config({**encoder.get_config(), "num_layers": len(LAYERS)})
+    pairs = [(small.embeddings, encoder.embeddings), (small.pooler, encoder.pooler)]
+    pairs += [(small.transformer_layers[i], encoder.transformer_layers[j]) for i, j in enumerate(LAYERS)]
+    for target, source in pairs:
+        target.set_weights(source.get_weights())
+    tokenizer_from_preset(minilm).save_to_preset(folder)
+    small.save_to_preset(folder)
     return folder
 
 
@@ -150,11 +173,19 @@ def main(argv=None):
     # The arms the must-show needs first, for every seed; the serving figures after the first seed; then the rest.
     order = [(seed, arm) for arm in ("distilled_transfer", "labels_only") if arm in arms for seed in seeds]
     order.sort(key=lambda item: seeds.index(item[0]))
-    order += [(seed, "distilled") for seed in seeds if "distilled" in arms]
+    order += [(seed, arm) for arm in ("labels_only_pretrained", "distilled") if arm in arms for seed in seeds]
     for seed, arm in order:
         settings = ARMS[arm]
         run = output / f"{arm}_seed{seed}"
-        if not (run / "preset" / "config.json").is_file():
+        if not (run / "preset" / "config.json").is_file() and arm == "labels_only_pretrained":
+            load[run.name] = os.getloadavg()
+            load_file.write_text(json.dumps(load))
+            kba.finetune("classify", pretrained_student(minilm, output / "minilm_layers"), run, train=data / "train.csv",
+                         dev=data / "dev.csv", text_column="text", label_column="label", epochs=COMMON["epochs"],
+                         batch_size=COMMON["batch_size"], learning_rate=COMMON["learning_rate"],
+                         sequence_length=SEQUENCE_LENGTH, seed=seed, verbose=2, log=print)
+            keras.backend.clear_session()
+        elif not (run / "preset" / "config.json").is_file():
             load[run.name] = os.getloadavg()
             load_file.write_text(json.dumps(load))
             kba.distill(
@@ -195,10 +226,9 @@ def write_results(output, args, seeds, runs, load, started):
             "gap_to_teacher": interval([teacher_accuracy - a for a in accuracies]),
             "retention": interval([a / teacher_accuracy for a in accuracies]),
             "train_seconds": [runs[f"{arm}_seed{seed}"]["train_seconds"] for seed in seeds],
-            "parameters": runs[f"{arm}_seed{seeds[0]}"]["distillation"]["parameters"],
+            "parameters": _parameters(runs, f"{arm}_seed{seeds[0]}"),
         }
-    beats = [runs[f"distilled_transfer_seed{s}"]["dev"]["accuracy"] - runs[f"labels_only_seed{s}"]["dev"]["accuracy"]
-             for s in seeds if f"labels_only_seed{s}" in runs and f"distilled_transfer_seed{s}" in runs]
+    beats = _differences(runs, seeds, "labels_only")
     results = {
         "command": "python tools/distillation_must_show.py --seeds " + args.seeds,
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_average_before_runs": load,
@@ -211,11 +241,27 @@ def write_results(output, args, seeds, runs, load, started):
                     "train_seconds": teacher_metrics["train_seconds"]},
         "arms": summary,
         "transfer_minus_labels_only": interval(beats) if beats else None,
+        "transfer_minus_labels_only_pretrained": (interval(_differences(runs, seeds, "labels_only_pretrained"))
+                                                  if _differences(runs, seeds, "labels_only_pretrained") else None),
         "serving": json.loads((output / "serving.json").read_text()) if (output / "serving.json").is_file() else None,
         "elapsed_seconds_this_call": round(time.perf_counter() - started, 1),
     }
     (output / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
+
+
+def _differences(runs, seeds, baseline):
+    """Per seed: the distilled (transfer set) student's dev accuracy minus the `baseline` arm's."""
+    return [runs[f"distilled_transfer_seed{s}"]["dev"]["accuracy"] - runs[f"{baseline}_seed{s}"]["dev"]["accuracy"]
+            for s in seeds if f"{baseline}_seed{s}" in runs and f"distilled_transfer_seed{s}" in runs]
+
+
+def _parameters(runs, name):
+    """A student's parameters: `distill` records them; a `finetune` run of the same student shape has the
+    distilled student's count."""
+    if "distillation" in runs[name]:
+        return runs[name]["distillation"]["parameters"]
+    return next((run["distillation"]["parameters"] for run in runs.values() if "distillation" in run), None)
 
 
 if __name__ == "__main__":
