@@ -230,7 +230,7 @@ def write_results(output, args, seeds, runs, load, started):
         }
     beats = _differences(runs, seeds, "labels_only")
     results = {
-        "command": "python tools/distillation_must_show.py --seeds " + args.seeds,
+        "command": f"python tools/distillation_must_show.py --seeds {args.seeds} --arms {args.arms}",
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_average_before_runs": load,
                     "note": "2 CPU cores shared with other engineers' jobs: timings are loaded-machine figures"},
         "versions": {"keras": keras.__version__, "backend": keras.config.backend()},
