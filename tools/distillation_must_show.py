@@ -237,7 +237,8 @@ def write_results(output, args, seeds, runs, load, started):
         "settings": {**COMMON, "sequence_length": SEQUENCE_LENGTH, "student_layers": LAYERS,
                      "hard_label_weight": 0.5, "arms": ARMS},
         "data": {"train": 1600, "unlabeled": 8000, "dev": teacher_metrics["dev"]["examples"]},
-        "teacher": {"accuracy": teacher_accuracy, "parameters": next(iter(runs.values()))["teacher"]["parameters"],
+        "teacher": {"accuracy": teacher_accuracy, "parameters": next((run["teacher"]["parameters"] for run in runs.values()
+                                                                  if "teacher" in run), None),
                     "train_seconds": teacher_metrics["train_seconds"]},
         "arms": summary,
         "transfer_minus_labels_only": interval(beats) if beats else None,

@@ -129,6 +129,7 @@ def distill(
             empty or binary transfer file, unreadable data (file and line).
     """
     from keras_bert_app.convert.local_preset import preset_folder
+    from keras_bert_app.models.sequence_length import sequence_length_for
     from keras_bert_app.tasks.base import check_preset
     from keras_bert_app.tasks.registry import task_from_preset
     from keras_bert_app.tasks.text_classification import TextClassification
@@ -168,10 +169,15 @@ def distill(
         "regression": stored.options["regression"],
     }
     task = TextClassification(train=train, dev=dev, **options)
-    task.prepare(teacher, sequence_length or stored.sequence_length)
+    sequence_length = sequence_length_for(teacher, sequence_length, stored.sequence_length)
+    if student is not None:
+        sequence_length_for(student, sequence_length, sequence_length)  # the student's positions hold it
+    task.prepare(teacher, sequence_length)
     task.bucketing = bucketing
     teacher_labels = stored.label_names
     train_examples = _read_labelled(task, train, teacher_labels, teacher)
+    if not len(train_examples):
+        raise errors.DataError(f"{train}: the training set is empty; nothing to distil on.")
     dev_examples = _read_labelled(task, dev, teacher_labels, teacher)
     task.label_names = teacher_labels
     transfer = _read_unlabeled(unlabeled, options["text_pair_column"]) if unlabeled is not None else None
@@ -180,7 +186,6 @@ def distill(
     import numpy as np
 
     from keras_bert_app.models.xla import pads_to_exact_length, resolve_jit_compile
-    from keras_bert_app.tasks.base import Split
     from keras_bert_app.training.distillation_loss import DistillationLoss
     from keras_bert_app.training.finetune import training_callbacks
     from keras_bert_app.training.throughput import StepTimes
@@ -188,9 +193,7 @@ def distill(
     jit_compile = resolve_jit_compile(jit_compile)
     keras.utils.set_random_seed(seed)
     teacher_model = task.build_model(teacher)
-    student_model, student_note = _build_student(
-        teacher_model, teacher, student, student_layers, student_size, task,
-    )
+    student_model, student_note = _build_student(teacher_model, teacher, student, student_layers, student_size)
     if task.num_segments() > student_model.encoder.num_segments:
         raise errors.ArgumentError(
             "student", "the data has text pairs (two segments), but the student's encoder has one segment type.",
@@ -360,7 +363,7 @@ def _training_batches(task, split, targets, batch_size, seed):
     )
 
 
-def _build_student(teacher_model, teacher, student, student_layers, student_size, task):
+def _build_student(teacher_model, teacher, student, student_layers, student_size):
     """The student classifier and a phrase naming it."""
     from keras_bert_app.models.bert_classifier import BertClassifier
     from keras_bert_app.models.bert_encoder import BertEncoder
