@@ -39,6 +39,7 @@ RENDERERS = {
     "objectives-study": docs_results_pages.objectives_study,
     "chinese-masking": docs_results_pages.chinese_masking,
     "quickstart": docs_results_pages.quickstart,
+    "distillation": docs_results_pages.distillation,
 }
 
 

@@ -97,6 +97,13 @@ RESULTS = {
         "quickstart", "Quickstart", "keras-bert-app quickstart", "quickstart", QUICKSTART_FILES,
         plots=("pretraining.png", "finetuning.png"),
     ),
+    "distillation": Result(
+        "distillation", "Distillation", "python tools/distillation_must_show.py", "distillation",
+        {"results.json": ("command", "machine.load_average_before_runs", "settings.student_layers", "data.train",
+                          "data.unlabeled", "data.dev", "teacher.accuracy", "teacher.parameters",
+                          "arms.distilled_transfer.accuracy", "arms.labels_only.accuracy",
+                          "transfer_minus_labels_only.mean", "serving.speedup")},
+    ),
 }
 
 

@@ -437,3 +437,82 @@ def objectives_study(result, files, provenance, folder):
         f"{' (the same recipe)' if files['smaller_budget/results.json']['recipe'] == recipe else ', another recipe'}.",
         budget_ablation(files["smaller_budget/results.json"], data),
     ])) + "\n"
+
+
+DISTILLATION_ARMS = {
+    "distilled_transfer": "distilled, with the transfer set",
+    "distilled": "distilled, labelled set only",
+    "labels_only": "the teacher's layers fine-tuned on the labels alone (hard-label weight 1)",
+    "labels_only_pretrained": "the pretrained MiniLM's layers (no teacher) fine-tuned on the labels alone",
+}
+DISTILLATION_BASELINES = {  # results key -> the baseline it compares the distilled student with
+    "transfer_minus_labels_only": "the same student (the teacher's layers) fine-tuned on the labels alone",
+    "transfer_minus_labels_only_pretrained": "the pretrained MiniLM's layers fine-tuned on the labels alone",
+}
+
+
+def _interval(summary, digits, scale=1.0):
+    """"mean ± half width" of a `tools/distillation_must_show.py` interval (the 95% t-interval over seeds)."""
+    half = summary.get("half_width")
+    text = _number(scale * summary["mean"], digits)
+    return text if half is None else f"{text} ± {_number(scale * half, digits)}"
+
+
+def distillation(result, files, provenance, folder):
+    data = files["results.json"]
+    settings, teacher, serving = data["settings"], data["teacher"], data["serving"]
+    layers = ",".join(map(str, settings["student_layers"]))
+    header = ["model", "parameters", "dev accuracy (mean ± 95% interval)", "per seed",
+              "% of the teacher's accuracy", "gap to the teacher (points)", "train (s, mean)"]
+    rows = [["teacher (MiniLM-L6, fine-tuned)", f"{teacher['parameters']:,}", _number(teacher["accuracy"], 4), "-",
+             "100.0", "-", _number(teacher["train_seconds"], 0)]]
+    for arm, summary in data["arms"].items():
+        rows.append([f"student {layers}: {DISTILLATION_ARMS.get(arm, arm)}", _number(summary["parameters"], 0),
+                     _interval(summary["accuracy_interval"], 4), ", ".join(_number(a, 4) for a in summary["accuracy"]),
+                     _interval(summary["retention"], 1, 100), _interval(summary["gap_to_teacher"], 1, 100),
+                     _number(statistics.mean(summary["train_seconds"]), 0)])
+    serving_rows = [[name, _number(serving[name]["median_call_seconds"] * 1e3, 1),
+                     _number(serving[name]["examples_per_second"], 1)] for name in ("teacher", "student")]
+    loads = [values[0] for values in data["machine"]["load_average_before_runs"].values()]
+    retention = data["arms"]["distilled_transfer"]["retention"]
+    reading = [
+        f"The distilled student keeps {_interval(retention, 1, 100)}% of the teacher's dev accuracy "
+        f"({'at least' if retention['mean'] >= 0.97 else 'less than'} 97% on average).",
+        f"It serves {serving['speedup']:.2f}x the teacher's examples per second at batch 32 "
+        f"({'at least' if serving['speedup'] >= 1.8 else 'less than'} 1.8x)"
+        + (": more than its share of the teacher's layers explains, so read it as measured under the machine's "
+           "contention, an upper estimate." if serving["speedup"] > 2 else "."),
+    ]
+    for key, baseline in DISTILLATION_BASELINES.items():
+        beats = data.get(key)
+        if not beats:
+            continue
+        low = beats["mean"] - (beats["half_width"] or 0.0)
+        reading.append(
+            f"Against {baseline}, seed by seed: {_interval(beats, 1, 100)} points of accuracy "
+            + ("(the interval is above 0: distillation with the transfer set wins)." if low > 0 else
+               "(the interval reaches 0: the difference is within the seeds' spread)." if beats["mean"] > 0 else
+               "(the baseline is as good or better)."))
+    return "\n\n".join([
+        "# Distillation",
+        f"A MiniLM-L6 teacher (all-MiniLM-L6-v2, fine-tuned) and a student of its layers {layers} (DistilBERT's "
+        f"initialisation) on BBC News sentences labelled with their article's topic: {data['data']['train']:,} "
+        f"labelled training sentences, {data['data']['unlabeled']:,} unlabelled ones from the same articles (the "
+        f"transfer set), {data['data']['dev']:,} dev sentences from other articles. Every arm: "
+        f"{settings['epochs']} epochs, batch {settings['batch_size']}, learning rate {settings['learning_rate']:g}, "
+        f"sequence length {settings['sequence_length']}, temperature {settings['temperature']:g}, hard-label weight "
+        f"{settings['hard_label_weight']:g}, fixed before any run; nothing was tuned on the dev set. One teacher "
+        f"(seed 0); the students over {len(next(iter(data['arms'].values()))['accuracy'])} seeds. Intervals are 95% "
+        "t-intervals over the seeds.",
+        _provenance(result, provenance.get("command") or data["command"], data["machine"], data.get("versions"),
+                    provenance),
+        "The machine was shared: the 1-minute load average on its 2 cores was "
+        f"{min(loads):.1f} to {max(loads):.1f} before the runs, so times are those of a loaded machine. The gap is "
+        "the teacher's accuracy minus the student's.",
+        _table(header, rows),
+        "Serving: each model's SavedModel (`export_for_serving`, the same format, tokenization in the graph), "
+        "batches of 32 dev sentences, calls alternated between the two in one process; the median call.",
+        _table(["model", "median call (ms)", "examples/s"], serving_rows),
+        "\n".join(f"- {line}" for line in reading),
+    ]) + "\n"
+

@@ -23,6 +23,7 @@ COMMANDS = {
     "create-pretraining-data": ("create_pretraining_data", "corpus -> masked sentence-pair TFRecords"),
     "pretrain": ("pretrain", "pretrain a BERT (MLM + NSP)"),
     "finetune": ("finetune", "fine-tune on GLUE, SWAG, NER, SQuAD or your own CSV"),
+    "distill": ("distill", "distil a fine-tuned classifier into a smaller student"),
     "evaluate": ("evaluate", "evaluate a fine-tuned model, SQuAD predictions or a conlleval file"),
     "predict": ("predict", "predict with a fine-tuned model"),
     "extract-features": ("extract_features", "per-token features from chosen layers"),
