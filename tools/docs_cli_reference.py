@@ -174,7 +174,11 @@ def synopsis(path, parser):
     if len(parts) < len(visible_options(parser)) or parser.subcommands:
         parts.append("[options]")
     lines = [" ".join(("keras-bert-app", *path))]
-    for part in parts:  # an option stays on one line with its value
+    # An option stays on one line with its value; a group of alternatives too long for one
+    # line breaks between its alternatives.
+    parts = [piece for part in parts for piece in (
+        part.replace(" | ", "\n| ").split("\n") if len(part) > SYNOPSIS_WIDTH - 4 else [part])]
+    for part in parts:
         if len(lines[-1]) + 1 + len(part) > SYNOPSIS_WIDTH:
             lines.append("   ")
         lines[-1] += " " + part
