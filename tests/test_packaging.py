@@ -154,7 +154,7 @@ def test_constraints_pin_versions_inside_the_ranges():
         name = canonicalize_name(requirement.name)
         assert name in pins, f"constraints.txt has no version for {name}"
         assert requirement.specifier.contains(pins[name], prereleases=True), (str(requirement), pins[name])
-    assert "install .venv constraints.txt test," in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'install .venv -c constraints.txt -e ".[test,' in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
 def test_floor_constraints_pin_every_direct_dependency_at_its_lower_bound():
@@ -168,7 +168,7 @@ def test_floor_constraints_pin_every_direct_dependency_at_its_lower_bound():
         name = canonicalize_name(requirement.name)
         floors = [spec.version for spec in requirement.specifier if spec.operator in (">=", "==")]
         assert floors and pins.get(name) == floors[0], f"{requirement}: constraints-floor.txt has {pins.get(name)}"
-    assert 'install .venv-floor constraints-floor.txt test,beam' in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'install .venv-floor -c constraints-floor.txt -e ".[test,beam]"' in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
 def test_no_extra_installs_no_optional_package():
