@@ -70,10 +70,21 @@ def test_wheel_installs_into_a_fresh_environment_and_the_command_runs(wheel, tmp
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert all(name in result.stdout for name in COMMANDS)
-    assert str(venv) in subprocess.run(  # the wheel's copy answered, not the checkout's
-        [str(venv / "bin" / "python"), "-c", "import keras_bert_app; print(keras_bert_app.__file__)"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120, env={"PATH": "/usr/bin:/bin"},
-    ).stdout
+    script = (  # the wheel's copy answers, not the checkout's, with its built-in presets
+        "import keras_bert_app\n"
+        "from keras_bert_app import presets\n"
+        "print(keras_bert_app.__file__)\n"
+        "print(presets.vocabulary_path('bert_tiny_uncased'))\n"
+        "print(len(presets.names()))\n"
+    )
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    package, vocabulary, count = installed.stdout.split()
+    assert package.startswith(str(venv)) and vocabulary.startswith(str(venv)), installed.stdout
+    assert pathlib.Path(vocabulary).is_file() and int(count) == len(list((ROOT / "presets").glob("*/config.json")))
 
 
 def test_wheel_holds_every_module_of_the_checkout(wheel):
