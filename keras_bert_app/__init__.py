@@ -6,9 +6,12 @@ data, export, convert) imports TensorFlow when first used.
 
 import importlib
 
-from keras_bert_app import errors, presets
+from keras_bert_app import errors, presets, versions
 
 __version__ = "0.1.0"
+
+# One line naming the versions found and needed, before any graph hits an undefined op.
+versions.check()
 
 # public name -> module that defines it (imported on first use)
 _PUBLIC = {

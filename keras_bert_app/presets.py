@@ -40,16 +40,14 @@ class PresetError(ValueError):
 
 
 def _builtin_root():
-    """The folder that holds the built-in presets (installed or in a checkout)."""
-    try:
-        from importlib import resources
+    """The folder that holds the built-in presets: an installed wheel's `keras_bert_app/preset_files/`
+    (pyproject.toml's package-dir), else a checkout's `presets/`.
 
-        root = pathlib.Path(str(resources.files("keras_bert_app.preset_files")))
-        if root.is_dir():
-            return root
-    except (ModuleNotFoundError, TypeError):
-        pass
-    return pathlib.Path(__file__).resolve().parent.parent / "presets"
+    (Not `importlib.resources.files`: on Python 3.10 and 3.11, the namespace package `preset_files` gives a
+    `MultiplexedPath`, whose `str` is no path.)
+    """
+    installed = pathlib.Path(__file__).resolve().parent / "preset_files"
+    return installed if installed.is_dir() else installed.parent.parent / "presets"
 
 
 def names():

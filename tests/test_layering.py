@@ -20,6 +20,8 @@ LAYERS = {
     "keras_bert_app.errors": 0,
     "keras_bert_app.presets": 0,
     "keras_bert_app.compat": 0,  # upstream-bug workarounds (keras only)
+    "keras_bert_app.extras": 0,  # optional packages, each named by its extra
+    "keras_bert_app.versions": 0,  # the import-time check of Keras and TensorFlow versions
     "keras_bert_app.layers": 1,
     "keras_bert_app.preprocessing": 1,
     "keras_bert_app.convert": 1,  # reading and writing foreign formats onto a given model

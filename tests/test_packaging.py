@@ -1,6 +1,8 @@
 """The package as pip installs it: a wheel built from the checkout's files holds every module, the presets
-and every command; dependencies are ranges; `keras-bert-app --help` imports no TensorFlow."""
+and every command, and installs into a fresh environment where `keras-bert-app --help` runs; dependencies are
+ranges whose floors constraints-floor.txt pins; `keras-bert-app --help` imports no TensorFlow."""
 
+import os
 import pathlib
 import shutil
 import subprocess
@@ -12,7 +14,7 @@ import pytest
 from keras_bert_app.commands.main import COMMANDS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-UNPINNED = ("keras", "tensorflow", "tensorflow-text", "keras-hub")
+UNPINNED = ("keras", "tensorflow", "tensorflow-text", "numpy")
 
 
 def _project_files():
@@ -47,11 +49,46 @@ def wheel(tmp_path_factory):
     with zipfile.ZipFile(path) as archive:
         return set(archive.namelist()), files, archive.read(
             next(n for n in archive.namelist() if n.endswith(".dist-info/entry_points.txt"))
-        ).decode()
+        ).decode(), path
+
+
+def test_wheel_installs_into_a_fresh_environment_and_the_command_runs(wheel, tmp_path):
+    """pip installs the wheel into a new virtual environment (no network, no dependencies: `--help` needs
+    none) and its console script prints the commands."""
+    *_, path = wheel
+    venv = tmp_path / "venv"
+    fresh = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}  # not the checkout
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
+    install = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(path)],
+        capture_output=True, text=True, timeout=300, env=fresh,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    result = subprocess.run(
+        [str(venv / "bin" / "keras-bert-app"), "--help"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=120, env={"PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert all(name in result.stdout for name in COMMANDS)
+    script = (  # the wheel's copy answers, not the checkout's, with its built-in presets
+        "import keras_bert_app\n"
+        "from keras_bert_app import presets\n"
+        "print(keras_bert_app.__file__)\n"
+        "print(presets.vocabulary_path('bert_tiny_uncased'))\n"
+        "print(len(presets.names()))\n"
+    )
+    installed = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    package, vocabulary, count = installed.stdout.split()
+    assert package.startswith(str(venv)) and vocabulary.startswith(str(venv)), installed.stdout
+    assert pathlib.Path(vocabulary).is_file() and int(count) == len(list((ROOT / "presets").glob("*/config.json")))
 
 
 def test_wheel_holds_every_module_of_the_checkout(wheel):
-    names, files, _ = wheel
+    names, files, *_ = wheel
     modules = [name for name in files if name.startswith("keras_bert_app/") and name.endswith(".py")]
     assert len(modules) > 50
     missing = [name for name in modules if name not in names]
@@ -60,7 +97,7 @@ def test_wheel_holds_every_module_of_the_checkout(wheel):
 
 
 def test_wheel_holds_the_built_in_presets(wheel):
-    names, files, _ = wheel
+    names, files, *_ = wheel
     preset_files = [name for name in files if name.startswith("presets/") and name.endswith((".json", ".txt"))]
     assert any(name.endswith("bert_tiny_uncased/config.json") for name in preset_files)
     missing = [name for name in preset_files if "keras_bert_app/preset_files/" + name.removeprefix("presets/") not in names]
@@ -68,7 +105,7 @@ def test_wheel_holds_the_built_in_presets(wheel):
 
 
 def test_wheel_holds_every_command_and_the_console_script(wheel):
-    names, _, entry_points = wheel
+    names, _, entry_points, _ = wheel
     missing = [module for module, _ in COMMANDS.values() if f"keras_bert_app/commands/{module}.py" not in names]
     assert not missing, f"command modules left out of the wheel: {missing}"
     assert "keras-bert-app = keras_bert_app.commands.main:console_script" in entry_points
@@ -93,27 +130,66 @@ def test_dependencies_are_ranges_with_a_lower_bound():
     assert not unbounded, f"dependencies without a lower bound: {unbounded}"
 
 
-def test_constraints_pin_versions_inside_the_ranges():
-    """constraints.txt (what CI installs with) pins every dependency, at a version its range allows."""
+def _pins(name):
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
     pins = {}
-    for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines():
+    for line in (ROOT / name).read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
             requirement = Requirement(line)
             (spec,) = requirement.specifier
             assert spec.operator == "==", line
             pins[canonicalize_name(requirement.name)] = spec.version
+    return pins
+
+
+def _requirements(extras=None):
+    """pyproject.toml's requirements: the core's and those of `extras` (default: every extra), not the
+    project's own extras that an extra names (`keras-bert-app[eval]`)."""
+    from packaging.requirements import Requirement
+
     project = _pyproject()["project"]
-    lines = project["dependencies"] + [line for extra in project["optional-dependencies"].values() for line in extra]
-    for line in lines:
-        requirement = Requirement(line)
+    optional = project["optional-dependencies"]
+    lines = project["dependencies"] + [line for extra in (optional if extras is None else extras) for line in optional[extra]]
+    return [requirement for requirement in map(Requirement, lines) if requirement.name != project["name"]]
+
+
+def test_constraints_pin_versions_inside_the_ranges():
+    """constraints.txt (what CI installs with) pins every dependency, at a version its range allows."""
+    from packaging.utils import canonicalize_name
+
+    pins = _pins("constraints.txt")
+    for requirement in _requirements():
         name = canonicalize_name(requirement.name)
         assert name in pins, f"constraints.txt has no version for {name}"
-        assert requirement.specifier.contains(pins[name], prereleases=True), (line, pins[name])
-    assert "-c constraints.txt" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+        assert requirement.specifier.contains(pins[name], prereleases=True), (str(requirement), pins[name])
+    assert 'install .venv -c constraints.txt -e ".[test,' in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_floor_constraints_pin_every_direct_dependency_at_its_lower_bound():
+    """constraints-floor.txt (CI's floor job) holds each requirement of the core and of the extras it installs
+    at pyproject.toml's lower bound: the floors a user's pip may keep are the ones the suite ran on."""
+    from packaging.utils import canonicalize_name
+
+    pins = _pins("constraints-floor.txt")
+    project_extras = [extra for extra in _pyproject()["project"]["optional-dependencies"] if extra != "docs"]
+    for requirement in _requirements(project_extras):
+        name = canonicalize_name(requirement.name)
+        floors = [spec.version for spec in requirement.specifier if spec.operator in (">=", "==")]
+        assert floors and pins.get(name) == floors[0], f"{requirement}: constraints-floor.txt has {pins.get(name)}"
+    assert 'install .venv-floor -c constraints-floor.txt -e ".[test,beam]"' in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_no_extra_installs_no_optional_package():
+    """The core requires none of the packages a few features use (each is an extra named by use), and no
+    requirement of the core or the jax extra has an upper bound (a notebook's stack is kept)."""
+    core = {requirement.name: requirement for requirement in _requirements([])}
+    assert not set(core) & {"keras-hub", "scikit-learn", "scipy", "tensorflow-serving-api", "apache-beam"}
+    assert set(core) >= {"keras", "tensorflow", "tensorflow-text", "numpy"}
+    bounded = [str(r) for r in _requirements(["jax"]) if {s.operator for s in r.specifier} & {"<", "<=", "~=", "=="}]
+    assert not bounded, f"upper bounds: {bounded}"
 
 
 def test_help_imports_no_tensorflow():

@@ -26,6 +26,7 @@ import math
 import sys
 
 from keras_bert_app.benchmark.processes import RESULT_PREFIX
+from keras_bert_app.extras import require
 
 DEFAULT_IMPLEMENTATIONS = ("ours", "ours-no-bucketing", "ours-random-batches", "keras-hub", "hf-grouped", "hf-padded")
 IMPLEMENTATIONS = DEFAULT_IMPLEMENTATIONS + ("ours-mixed-precision", "ours-group-by-length", "hf-grouped-bf16")
@@ -94,8 +95,9 @@ def run_keras_hub(spec):
     import time
 
     import keras
-    import keras_hub
     import numpy as np
+
+    keras_hub = require("keras_hub", extra="bench", feature="The keras-hub peer of `bench finetune`")
 
     from keras_bert_app.benchmark.finetune_data import read_csv
     from keras_bert_app.training.throughput import StepTimes

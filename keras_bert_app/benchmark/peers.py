@@ -6,12 +6,14 @@ timings, extra result fields).
 """
 
 from keras_bert_app.benchmark.measurement import encoder_inputs, progress, time_inference, time_steps
+from keras_bert_app.extras import require
 
 
 def measure_keras_hub(spec, batch, inference_batches):
     """keras-hub `BertMaskedLM` training step (MLM only, our AdamW) and `BertBackbone` forward."""
     import keras
-    import keras_hub
+
+    keras_hub = require("keras_hub", extra="bench", feature="The keras-hub peer of `bench`")
 
     from keras_bert_app.models import bert_pretrainer
     from keras_bert_app.training.optimizer import create_optimizer

@@ -13,6 +13,7 @@ import warnings
 from keras_bert_app.convert import huggingface, huggingface_config, tables, weight_map
 from keras_bert_app.convert.family import BERT, ELECTRA
 from keras_bert_app.convert.weight_map import ConversionError, Mapping
+from keras_bert_app.extras import require
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.weights.h5"
@@ -70,7 +71,8 @@ def load_weights(model, folder):
         bool. False: a keras-hub backbone preset has no pretraining heads.
     """
     import keras
-    import keras_hub
+
+    keras_hub = require("keras_hub", extra="convert", feature="Reading a keras-hub preset")
 
     folder = pathlib.Path(folder)
     family = read_config(folder).get("architecture", BERT)  # clear errors for other architectures
@@ -94,8 +96,7 @@ def save(model, folder, vocabulary_path, lowercase, special_tokens_in_strings=Fa
     LayerNorm epsilon 1e-12: the exact GELU or another epsilon is written
     with a warning, another activation refused.
     """
-    import keras_hub
-
+    keras_hub = require("keras_hub", extra="convert", feature="Writing a keras-hub preset")
     encoder = getattr(model, "encoder", model)
     weight_map.check_vocabulary(vocabulary_path, encoder.vocabulary_size)
     class_name = _backbone_class(family)

@@ -6,6 +6,7 @@ import statistics
 from collections.abc import Callable, Sequence
 
 from keras_bert_app.demo.objectives_study_settings import ARMS, BAG_OF_WORDS, MLM_RATE_FACTOR, RANDOM
+from keras_bert_app.extras import require
 
 
 def mean_interval(values: Sequence[float]) -> tuple[float, float]:
@@ -13,7 +14,7 @@ def mean_interval(values: Sequence[float]) -> tuple[float, float]:
     mean = statistics.mean(values)
     if len(values) < 2:
         return mean, 0.0
-    from scipy import stats
+    stats = require("scipy.stats", extra="eval", feature="The objectives study's t intervals")
 
     return mean, float(stats.t.ppf(0.975, len(values) - 1)) * statistics.stdev(values) / math.sqrt(len(values))
 

@@ -2,7 +2,9 @@
 
 accuracy (SST-2, MNLI, QNLI, RTE, WNLI; with F1 for MRPC and QQP), F1 of the
 positive class 1 (MRPC, QQP), Matthews correlation (CoLA), Pearson and
-Spearman correlations (STS-B). scikit-learn and scipy do the arithmetic.
+Spearman correlations (STS-B). Each is a few lines of numpy, checked against
+scikit-learn's and scipy's in tests/evaluation/test_glue_metrics.py: fine-tuning
+needs neither package (they are the `eval` extra's).
 """
 
 import warnings
@@ -17,46 +19,59 @@ def accuracy(labels, predictions):
 
 
 def f1(labels, predictions):
-    """F1 of the positive class (label 1), as GLUE reports for MRPC and QQP."""
-    from sklearn.metrics import f1_score
-
+    """F1 of the positive class (label 1), as GLUE reports for MRPC and QQP; 0 when it has no example."""
     labels, predictions = _pair(labels, predictions)
-    return float(f1_score(labels, predictions, pos_label=1, average="binary", zero_division=0))
+    true_positives = np.sum((predictions == 1) & (labels == 1))
+    wrong = np.sum((predictions == 1) != (labels == 1))  # false positives + false negatives
+    return float(2 * true_positives / (2 * true_positives + wrong)) if true_positives or wrong else 0.0
 
 
 def matthews_correlation(labels, predictions):
-    """Matthews correlation coefficient (CoLA); 0 when a side is constant."""
-    from sklearn.metrics import matthews_corrcoef
-
+    """Matthews correlation coefficient (CoLA; Gorodkin's form for K classes); 0 when a side is constant."""
     labels, predictions = _pair(labels, predictions)
-    return float(matthews_corrcoef(labels, predictions))
+    _, codes = np.unique(np.concatenate([labels, predictions]), return_inverse=True)
+    classes = codes.max() + 1
+    confusion = np.zeros((classes, classes), dtype="float64")  # (gold class, predicted class)
+    np.add.at(confusion, (codes[: labels.size], codes[labels.size :]), 1)
+    total, correct = confusion.sum(), np.trace(confusion)
+    gold, predicted = confusion.sum(axis=1), confusion.sum(axis=0)
+    denominator = np.sqrt((total**2 - predicted @ predicted) * (total**2 - gold @ gold))
+    return float((correct * total - gold @ predicted) / denominator) if denominator else 0.0
 
 
 def pearson(labels, predictions):
     """Pearson correlation of scores (STS-B); None where it is undefined (`_undefined_correlation`)."""
-    from scipy.stats import pearsonr
-
     labels, predictions = _pair(labels, predictions, dtype="float64")
     if _undefined_correlation("pearson", labels, predictions):
         return None
-    return float(pearsonr(labels, predictions)[0])
+    return _correlation(labels, predictions)
 
 
 def spearman(labels, predictions):
-    """Spearman rank correlation of scores (STS-B); None where it is undefined (`_undefined_correlation`)."""
-    from scipy.stats import spearmanr
-
+    """Spearman rank correlation of scores (STS-B): Pearson's of the ranks, ties at their mean rank."""
     labels, predictions = _pair(labels, predictions, dtype="float64")
     if _undefined_correlation("spearman", labels, predictions):
         return None
-    return float(spearmanr(labels, predictions)[0])
+    return _correlation(_ranks(labels), _ranks(predictions))
+
+
+def _correlation(x, y):
+    x, y = x - x.mean(), y - y.mean()
+    return float(np.clip(x @ y / np.sqrt((x @ x) * (y @ y)), -1.0, 1.0))
+
+
+def _ranks(values):
+    """1-based ranks of `values` [examples], tied values sharing the mean of their ranks."""
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)  # the last rank of each distinct value
+    return ((ends - counts + 1 + ends) / 2)[inverse]
 
 
 def _undefined_correlation(name, labels, predictions):
     """True, with a warning, where a correlation has no value: fewer than 2 examples, or one side all equal.
 
-    scipy raises for the first and answers NaN for the second (not a JSON
-    number); a metrics file gets `null` and the log says why.
+    Neither has a number (scipy raises for the first, answers NaN for the
+    second); a metrics file gets `null` and the log says why.
     """
     if labels.size < 2:
         reason = f"{labels.size} example: a correlation needs 2 or more"

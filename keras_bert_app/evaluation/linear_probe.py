@@ -13,6 +13,8 @@ standardised with the training split's statistics.
 
 import numpy as np
 
+from keras_bert_app.extras import require
+
 POOLINGS = ("cls", "mean")
 
 
@@ -92,7 +94,7 @@ def fit_logistic_regression(features, labels, num_classes, C=1.0, max_iterations
         `(weights [d, num_classes], intercept [num_classes])`, the intercept
         centred (the softmax is unchanged by a shift of all of them).
     """
-    from sklearn.linear_model import LogisticRegression
+    LogisticRegression = require("sklearn.linear_model", extra="eval", feature="The linear probe").LogisticRegression
 
     features = np.asarray(features, dtype=np.float64)
     labels = np.asarray(labels)

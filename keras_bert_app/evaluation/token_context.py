@@ -14,6 +14,8 @@ same fakes written in unmasked. No library does this for a Keras model.
 
 import numpy as np
 
+from keras_bert_app.extras import require
+
 
 def slots_and_fakes(rows, vocabulary_size, special_ids, rate=0.15, seed=0):
     """`(positions [n, k], fakes [n, k])`: k slots per row (not the first or last), fakes drawn from the rows'
@@ -51,7 +53,7 @@ def masked_lm_context(scores_at, rows, positions, fakes, mask_id, batch_size=64)
 def discriminator_context(replaced_scores, rows, positions, fakes, batch_size=64):
     """`detects_fakes`: ROC AUC of `replaced_scores(token_ids [b, L]) -> [b, L]` with the fakes written in, against
     the real tokens (`[CLS]`, `[SEP]` and a fake equal to its true token left out)."""
-    from sklearn.metrics import roc_auc_score
+    roc_auc_score = require("sklearn.metrics", extra="eval", feature="The discriminator's ROC AUC").roc_auc_score
 
     corrupted, labels, kept = rows.copy(), np.zeros(rows.shape, np.int32), np.ones(rows.shape, bool)
     np.put_along_axis(corrupted, positions, fakes, axis=1)

@@ -36,10 +36,12 @@ import os
 import pathlib
 import shutil
 import tempfile
+import warnings
 from typing import Optional, Sequence, Union
 
 from keras_bert_app import errors
 from keras_bert_app.export.warmup import bucket_warmup_inputs, write_warmup_requests
+from keras_bert_app.extras import MissingExtraError
 
 METADATA_FILE = "keras_bert_app.json"
 WARMUP_FILE = "tf_serving_warmup_requests"
@@ -324,7 +326,10 @@ def write_saved_model(model, head, target, warmup_texts=WARMUP_TEXTS):
         extra.mkdir(parents=True, exist_ok=True)
         (extra / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
         requests = head.warmup_inputs(list(warmup_texts)) + bucket_warmup_inputs(head)
-        write_warmup_requests(extra / WARMUP_FILE, requests)  # (TF Serving replays them on load)
+        try:
+            write_warmup_requests(extra / WARMUP_FILE, requests)  # (TF Serving replays them on load)
+        except MissingExtraError as error:  # the export serves as well; only its first requests compile
+            warnings.warn(f"{error} Exported without it: TF Serving compiles each length on its first request.")
         target.parent.mkdir(parents=True, exist_ok=True)
         # Move into place last: a half-written export never looks complete.
         shutil.move(str(partial), str(target))

@@ -1,4 +1,9 @@
-"""`assets.extra/tf_serving_warmup_requests`: the requests TF Serving replays when it loads a model."""
+"""`assets.extra/tf_serving_warmup_requests`: the requests TF Serving replays when it loads a model.
+
+Its records are tensorflow-serving-api's protos (the `serving` extra).
+"""
+
+from keras_bert_app.extras import require
 
 
 def write_warmup_requests(path, requests, signature_name="serving_default"):
@@ -10,6 +15,8 @@ def write_warmup_requests(path, requests, signature_name="serving_default"):
         signature_name: str. The signature the requests call.
     """
     import tensorflow as tf
+
+    require("tensorflow_serving", extra="serving", feature="The TF Serving warmup file")
     from tensorflow_serving.apis import predict_pb2, prediction_log_pb2
 
     with tf.io.TFRecordWriter(str(path)) as writer:

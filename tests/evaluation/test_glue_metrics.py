@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -44,3 +47,36 @@ def test_compute_metrics_and_errors():
         glue_metrics.accuracy([1, 0], [1, 0, 1])
     with pytest.raises(ValueError, match="empty dev set"):
         glue_metrics.accuracy([], [])
+
+
+def test_ties_and_several_classes_against_scikit_learn_and_scipy():
+    """Spearman with tied scores (mean ranks) and Matthews over three classes, as scipy and scikit-learn."""
+    rng = np.random.default_rng(1)
+    gold = rng.integers(0, 6, 80).astype(float)  # STS-B's scores are often tied
+    guess = np.round(gold + rng.normal(size=80))
+    assert glue_metrics.spearman(gold, guess) == pytest.approx(stats.spearmanr(gold, guess)[0])
+    labels = rng.integers(0, 3, 150)
+    predictions = np.where(rng.random(150) < 0.6, labels, rng.integers(0, 3, 150))
+    assert glue_metrics.matthews_correlation(labels, predictions) == pytest.approx(
+        sk.matthews_corrcoef(labels, predictions)
+    )
+    assert glue_metrics.matthews_correlation([0, 1, 0], [1, 1, 1]) == sk.matthews_corrcoef([0, 1, 0], [1, 1, 1]) == 0
+    assert glue_metrics.f1([0, 0], [0, 0]) == sk.f1_score([0, 0], [0, 0], zero_division=0) == 0
+
+
+def test_fine_tuning_metrics_need_neither_scikit_learn_nor_scipy():
+    """The metrics of fine-tuning run where the `eval` extra is not installed."""
+    script = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('sklearn', 'scipy'):\n"
+        "            raise ImportError(name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from keras_bert_app.evaluation import glue_metrics\n"
+        "names = ('accuracy', 'f1', 'matthews_correlation', 'pearson', 'spearman')\n"
+        "print(glue_metrics.compute_metrics(names, [1, 0, 1, 1], [1, 0, 0, 1]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "'matthews_correlation': 0.57" in result.stdout
