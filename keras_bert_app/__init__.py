@@ -16,6 +16,7 @@ _PUBLIC = {
     "BertEncoder": "keras_bert_app.models.bert_encoder",
     "BertPretrainer": "keras_bert_app.models.bert_pretrainer",
     "ElectraPretrainer": "keras_bert_app.models.electra_pretrainer",
+    "LeftToRightPretrainer": "keras_bert_app.models.left_to_right_pretrainer",
     "ElectraDiscriminator": "keras_bert_app.models.electra_discriminator",
     "BertClassifier": "keras_bert_app.models.bert_classifier",
     "BertQuestionAnswerer": "keras_bert_app.models.bert_question_answerer",

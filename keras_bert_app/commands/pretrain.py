@@ -1,4 +1,4 @@
-"""`keras-bert-app pretrain`: masked LM + NSP or ELECTRA pretraining that resumes after a kill (`kba.pretrain`).
+"""`keras-bert-app pretrain`: masked LM + NSP, ELECTRA or left-to-right LM pretraining, resumable (`kba.pretrain`).
 
     keras-bert-app pretrain --preset bert_mini_uncased --data 'data/*.tfrecord' --output runs/mini \\
         --batch-size 32 --steps 10000 --learning-rate 1e-4 --warmup-steps 100
@@ -6,6 +6,10 @@
         --output runs/electra --steps 10000
     keras-bert-app pretrain --preset bert_base_uncased --data 'short/*.tfrecord' --output runs/base \\
         --steps 1000000 --batch-size 256 --phase2-data 'long/*.tfrecord' --phase2-steps 100000
+    keras-bert-app pretrain --objective ltr --preset bert_tiny_uncased --corpus wiki.txt --output runs/ltr \\
+        --steps 10000
+    keras-bert-app pretrain --objective mlm --corruption 1.0,0.0 --preset bert_tiny_uncased --corpus wiki.txt \\
+        --output runs/mask100 --steps 10000 --adam-beta2 0.98
     keras-bert-app pretrain --preset bert_base_chinese --corpus zh/*.txt --output runs/zh \\
         --whole-word-masking --segmenter jieba --steps 10000
 
@@ -30,7 +34,9 @@ def add_arguments(parser):
         "--objective", choices=tuple(OBJECTIVES), default="mlm_nsp",
         help="mlm_nsp: BERT's masked LM + next sentence prediction; mlm_sop: ALBERT's masked LM + sentence-order "
         "prediction (sop records or --pairing sop); mlm: masked LM alone (RoBERTa); electra: replaced-token detection "
-        "(a small generator fills the masked positions; the preset is the discriminator, with preset/generator/)",
+        "(a small generator fills the masked positions; the preset is the discriminator, with preset/generator/); "
+        "ltr: left-to-right LM, the paper's 'LTR & No NSP' baseline (a causal mask, next-token prediction at every "
+        "position; the preset stays causal). Default: mlm_nsp",
     )
     parser.add_argument(
         "--generator-size", type=float, default=None,
@@ -41,15 +47,22 @@ def add_arguments(parser):
                         "scaled linearly below it: 1.25e-4 at 32)")
     parser.add_argument("--warmup-steps", type=int, default=None,
                         help="default: 1%% of --steps, at most 10,000 (electra: the reference's 10,000 of 1,000,000)")
-    parser.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw")
-    parser.add_argument("--weight-decay", type=float, default=0.01)
+    parser.add_argument("--optimizer", choices=("adamw", "lamb"), default="adamw",
+                        help="adamw (BERT, RoBERTa) or lamb (ALBERT); default adamw")
+    parser.add_argument("--weight-decay", type=float, default=0.01,
+                        help="decoupled weight decay, not on LayerNorm or biases (default 0.01)")
+    parser.add_argument("--adam-beta2", type=float, default=0.999,
+                        help="second-moment decay of adamw and lamb (default 0.999, BERT's; RoBERTa's is 0.98)")
+    parser.add_argument("--adam-epsilon", type=float, default=1e-6,
+                        help="epsilon of adamw and lamb (default 1e-6, BERT's and RoBERTa's)")
     parser.add_argument("--accumulation-steps", type=int, default=1, help="batches per optimizer step")
     parser.add_argument("--strategy", default="auto", help="auto, tpu, mirrored, multi_worker, cpu, data_parallel, model_parallel")
     parser.add_argument("--tpu", default=None, help="TPU name or grpc:// address (for --strategy tpu)")
     parser.add_argument("--mixed-precision", action="store_true", help="mixed_bfloat16")
     add_jit_compile_argument(parser)
     parser.add_argument("--no-nsp", action="store_true", help="masked LM only (no NSP head)")
-    parser.add_argument("--max-seq-length", type=int, default=None, help="--corpus: default 128; --data: read from the records")
+    parser.add_argument("--max-seq-length", type=int, default=None,
+                        help="tokens per sequence: --corpus: default 128; --data: read from the records")
     parser.add_argument("--max-predictions", type=int, default=None, help="--corpus: default 20; --data: read from the records")
     corpus_options = parser.add_argument_group("masking and pairing of --corpus (--data records hold their own)")
     add_masking_arguments(corpus_options, ", once before the first epoch")
@@ -73,7 +86,15 @@ def add_arguments(parser):
         "--phase2-max-seq-length", type=int, default=None, help="check: the phase-2 records hold this length"
     )
     parser.add_argument("--checkpoint-every", type=int, default=None, help="steps between checkpoints (divides --steps; default near 1000)")
-    parser.add_argument("--seed", type=int, default=12345)
+    parser.add_argument("--seed", type=int, default=12345,
+                        help="seed of initialisation, data order and masking (default 12345)")
+    parser.add_argument(
+        "--corruption", default=None, metavar="MASK,RND",
+        help="shares of the masked positions that become [MASK] and a random token, the rest kept (the paper's "
+        "Table 8: 0.8,0.1 is 80/10/10 MASK/RND/SAME; 1.0,0.0 is 100/0/0; 0.8,0.0 is 80/0/20). Default: the "
+        "objective's (0.8,0.1; electra 0.85,0). --data records have theirs drawn again per batch; refused for ltr "
+        "and with whole-word or n-gram masking",
+    )
     parser.add_argument(
         "--output-bias-init", choices=("zeros", "unigram"), default="zeros",
         help="masked-LM output bias at the start: zeros (the paper) or the log frequencies of the "
@@ -95,6 +116,7 @@ def run(args):
         args.preset,
         args.output,
         args.steps,
+        corruption=corruption_shares(args.corruption),
         jit_compile=jit_compile_value(args),
         next_sentence_prediction=not args.no_nsp,
         log=print,
@@ -104,6 +126,22 @@ def run(args):
             "checkpoint_every", "seed", "output_bias_init", "dropout", "peak_tflops", "verbose", "objective",
             "generator_size", "rtd_weight", "whole_word_masking", "masking", "max_ngram", "segmenter",
             "entity_masking", "pairing", "phase2_data", "phase2_steps", "phase2_batch_size", "phase2_max_seq_length",
+            "adam_beta2", "adam_epsilon",
         ),
     )
     return 0
+
+
+def corruption_shares(text):
+    """`--corruption MASK,RND` as a `(mask, random)` pair of floats (None stays None); one-line error otherwise."""
+    from keras_bert_app import errors
+
+    if text is None:
+        return None
+    try:
+        mask, random = (float(share) for share in text.split(","))
+    except ValueError:
+        raise errors.ArgumentError(
+            "corruption", f"--corruption takes two shares MASK,RND such as 0.8,0.1; got {text!r}."
+        ) from None
+    return (mask, random)

@@ -60,6 +60,20 @@ def truncated_lengths(length_a, length_b, max_num_tokens):
     return length_a - rest // 2, length_b - (rest + 1) // 2
 
 
+def truncate_pair(span_a, span_b, max_num_tokens, rng):
+    """The original `truncate_seq_pair` on two spans of the corpus' tokens.
+
+    While the pair is longer than `max_num_tokens`, one token goes from the
+    longer span (from B when both are as long), from its front or its back
+    at random (`truncated_lengths`, then one binomial draw per cut span).
+
+    Returns:
+        `(span_a, span_b)`, each a `(start, end)` pair within the given one.
+    """
+    length_a, length_b = truncated_lengths(span_a[1] - span_a[0], span_b[1] - span_b[0], max_num_tokens)
+    return _cut(span_a, length_a, rng), _cut(span_b, length_b, rng)
+
+
 def _cut(span, new_length, rng):
     """Remove `end - start - new_length` tokens of a span, each from the front or back."""
     start, end = span
@@ -151,8 +165,7 @@ def create_pair_spans(corpus, document_index, rng, max_seq_length, short_seq_pro
             else:
                 label = IS_NEXT
                 span_b = offsets[a_end], offsets[sentence + 1]
-            length_a, length_b = truncated_lengths(span_a[1] - span_a[0], span_b[1] - span_b[0], max_num_tokens)
-            spans.append((_cut(span_a, length_a, rng), _cut(span_b, length_b, rng), label))
+            spans.append((*truncate_pair(span_a, span_b, max_num_tokens, rng), label))
             chunk_start = sentence + 1
         sentence += 1
     return spans, is_short

@@ -2,18 +2,30 @@
 
 NSP's random next sentence comes from another document, so topic alone can
 solve it. SOP keeps two consecutive segments of one document and swaps them
-half of the time: only their order tells. The pairs follow
-`pretraining_pairs.create_pair_spans`, except that B is never drawn from
-another document (a chunk closes only with at least two sentences;
-one-sentence documents give no pair), the pair is swapped with probability
-0.5 (label `SWAPPED`, stored under `next_sentence_labels` as ALBERT does),
-and truncation removes tokens from A's front and B's back only, so the two
-segments still touch.
+half of the time: only their order tells.
+
+The reference, google-research/albert's `create_pretraining_data.py` (with
+its default `random_next_sentence=False`), makes the chunks and segment A as
+BERT's script does (`pretraining_pairs`), takes B as the rest of the chunk,
+swaps A and B with probability 0.5 (label 1), and only then cuts the pair to
+`max_seq_length - 3` tokens with BERT's `truncate_seq_pair`: one token at a
+time from the longer segment, from its front or its back at random. So a
+segment may start or end mid-sentence whichever its place, and its ends do
+not tell the order. This module does the same, the cut being
+`pretraining_pairs.truncate_pair`; labels are stored under
+`next_sentence_labels` as ALBERT does.
+
+One difference, on purpose: where a chunk holds one sentence, the reference
+pairs it with a segment of another document (label 1, as NSP's random next
+sentence), so a few of its "swapped" labels are really "random". Here a
+chunk closes only with at least two sentences (a document's last sentence
+left alone is not used, and a one-sentence document gives no pair), so every
+label is about order only.
 """
 
 from keras_bert_app.data.pretraining_pairs import _random_int
 from keras_bert_app.data.pretraining_pairs import target_sequence_length
-from keras_bert_app.data.pretraining_pairs import truncated_lengths
+from keras_bert_app.data.pretraining_pairs import truncate_pair
 
 IN_ORDER = 0
 SWAPPED = 1
@@ -33,8 +45,9 @@ def create_sentence_order_spans(corpus, document_index, rng, max_seq_length, sho
         `(spans, is_short)` as `create_pair_spans`: `spans` is a list of
         `(span_a, span_b, label)` (offsets into `corpus.token_ids`), empty
         for a document of one sentence; label `SWAPPED` means `span_a` is
-        the later segment (`span_b[1] == span_a[0]`), `IN_ORDER` that
-        `span_a[1] == span_b[0]`.
+        taken from the later segment, `IN_ORDER` from the earlier one. Each
+        span lies within its segment; the two segments meet at a sentence
+        boundary, and a cut span may no longer reach it.
     """
     max_num_tokens = max_seq_length - 3
     target_length, is_short = target_sequence_length(rng, max_num_tokens, short_seq_prob)
@@ -49,15 +62,13 @@ def create_sentence_order_spans(corpus, document_index, rng, max_seq_length, sho
         if num_chunk_sentences < 2 or (chunk_length < target_length and sentence < num_sentences - 1):
             continue
         a_end = chunk_start + 1 + _random_int(rng, num_chunk_sentences - 1)
-        length_a, length_b = truncated_lengths(
-            offsets[a_end] - offsets[chunk_start], offsets[sentence + 1] - offsets[a_end], max_num_tokens
-        )
-        span_a = offsets[a_end] - length_a, offsets[a_end]  # A keeps its end
-        span_b = offsets[a_end], offsets[a_end] + length_b  # B keeps its start
+        earlier = offsets[chunk_start], offsets[a_end]
+        later = offsets[a_end], offsets[sentence + 1]
         if rng.random() < 0.5:
-            spans.append((span_b, span_a, SWAPPED))
+            span_a, span_b, label = later, earlier, SWAPPED
         else:
-            spans.append((span_a, span_b, IN_ORDER))
+            span_a, span_b, label = earlier, later, IN_ORDER
+        spans.append((*truncate_pair(span_a, span_b, max_num_tokens, rng), label))
         chunk_start = sentence + 1
     return spans, is_short
 

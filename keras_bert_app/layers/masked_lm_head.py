@@ -28,10 +28,13 @@ class MaskedLMHead(keras.layers.Layer):
         sequence_output: float tensor [batch, seq, H]. H may differ from
             the embedding width (factorized embeddings, an ELECTRA
             generator): the transform `dense` maps H to the embedding width.
-        mask_positions: int tensor [batch, max_predictions]: indices into `seq`.
+        mask_positions: int tensor [batch, max_predictions]: indices into
+            `seq`; or None: every position (a left-to-right LM's next-token
+            predictions, `LeftToRightPretrainer`).
 
     Returns:
-        float32 logits [batch, max_predictions, vocabulary_size].
+        float32 logits [batch, max_predictions, vocabulary_size] (None
+        positions: [batch, seq, vocabulary_size]).
 
     Sublayers and variables (the original checkpoint names):
     `dense` (`cls/predictions/transform/dense`), `layer_norm`
@@ -74,12 +77,14 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, mask_positions):
-        mask_positions = ops.cast(mask_positions, "int32")
-        # (batch, max_predictions, hidden_dim)
-        masked_states = ops.take_along_axis(
-            sequence_output, ops.expand_dims(mask_positions, axis=-1), axis=1
-        )
+    def call(self, sequence_output, mask_positions=None):
+        masked_states = sequence_output
+        if mask_positions is not None:
+            mask_positions = ops.cast(mask_positions, "int32")
+            # (batch, max_predictions, hidden_dim)
+            masked_states = ops.take_along_axis(
+                sequence_output, ops.expand_dims(mask_positions, axis=-1), axis=1
+            )
         transformed = self.layer_norm(self.dense(masked_states))
         embeddings = ops.cast(self.token_embedding.embeddings, transformed.dtype)
         # (batch, max_predictions, vocabulary_size)
@@ -87,6 +92,8 @@ class MaskedLMHead(keras.layers.Layer):
         return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
     def compute_output_shape(self, sequence_output_shape, mask_positions_shape=None):
+        if mask_positions_shape is None:
+            return (*sequence_output_shape[:-1], self.vocabulary_size)
         return (*mask_positions_shape, self.vocabulary_size)
 
     def get_config(self):

@@ -1,4 +1,4 @@
-"""Multi-head self-attention with a key padding mask (Vaswani et al. 2017, as in BERT)."""
+"""Multi-head self-attention with a key padding mask (Vaswani et al. 2017, as in BERT), optionally causal."""
 
 import math
 
@@ -44,6 +44,9 @@ class SelfAttention(SequenceLayer):
         dropout: float. Dropout on the attention probabilities.
         initializer_range: float. Stddev of the truncated-normal kernel init.
         fused: bool. Use the backend's fused attention where dropout allows.
+        causal: bool. Each position attends to itself and the positions on
+            its left only (a left-to-right language model, the "LTR"
+            baseline of Devlin et al. 2018, section 5.1).
 
     Call args:
         hidden_states: float tensor [batch, seq, hidden_dim].
@@ -56,7 +59,8 @@ class SelfAttention(SequenceLayer):
         [batch, 1, hidden_dim].
     """
 
-    def __init__(self, num_heads, hidden_dim, dropout=0.1, initializer_range=0.02, fused=False, **kwargs):
+    def __init__(self, num_heads, hidden_dim, dropout=0.1, initializer_range=0.02, fused=False, causal=False,
+                 **kwargs):
         super().__init__(**kwargs)
         if hidden_dim % num_heads:
             raise ValueError(
@@ -69,6 +73,7 @@ class SelfAttention(SequenceLayer):
         self.dropout = dropout
         self.initializer_range = initializer_range
         self.fused = bool(fused)
+        self.causal = bool(causal)
         kernel_initializer = truncated_normal(initializer_range)
 
         def projection(name):
@@ -106,9 +111,7 @@ class SelfAttention(SequenceLayer):
         query = self.query_dense(hidden_states)  # (batch, seq, heads, head_dim)
         key = self.key_dense(hidden_states)
         value = self.value_dense(hidden_states)
-        key_mask = None
-        if padding_mask is not None:
-            key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (batch, 1, 1, k)
+        key_mask = self._key_mask(hidden_states, padding_mask)
         if with_first:
             return self._call_with_first(hidden_states, query, key, value, key_mask, training)
         if self.fused and not (training and self.dropout > 0):
@@ -121,6 +124,18 @@ class SelfAttention(SequenceLayer):
         probabilities = self.probabilities_dropout(probabilities, training=training)
         context = ops.einsum("bnqk,bknd->bqnd", probabilities, value)  # (batch, q, heads, head_dim)
         return self.output_dense(context)
+
+    def _key_mask(self, hidden_states, padding_mask):
+        """Which keys each query sees: bool (batch, 1, 1, k), causal (batch or 1, 1, q, k), or None (all)."""
+        key_mask = None
+        if padding_mask is not None:
+            key_mask = ops.cast(padding_mask, "bool")[:, None, None, :]  # (batch, 1, 1, k)
+        if not self.causal:
+            return key_mask
+        length = ops.shape(hidden_states)[1]
+        positions = ops.arange(length)
+        left = (positions[None, :] <= positions[:, None])[None, None, :, :]  # (1, 1, q, k): key <= query
+        return left if key_mask is None else ops.logical_and(key_mask, left)
 
     def _probabilities(self, query, key, key_mask):
         """softmax(q kᵀ / √d) over the unmasked keys, (batch, heads, q, k), in the compute dtype."""
@@ -145,7 +160,7 @@ class SelfAttention(SequenceLayer):
                 ops.ones((shape[0], self.num_heads, shape[1], shape[1]), self.compute_dtype), training=training
             )
 
-        def attend(query, keep):
+        def attend(query, key_mask, keep):
             if self.fused and not (training and self.dropout > 0):
                 return self.output_dense(ops.dot_product_attention(
                     query, key, value, mask=key_mask, scale=1.0 / math.sqrt(self.head_dim),
@@ -157,7 +172,8 @@ class SelfAttention(SequenceLayer):
             return self.output_dense(ops.einsum("bnqk,bknd->bqnd", probabilities, value))
 
         first_query = self.query_dense(hidden_states[:, :1, :])  # not query[:, :1]: that would keep every query
-        return attend(query, keep), attend(first_query, None if keep is None else keep[:, :, :1, :])
+        first_mask = key_mask if key_mask is None or not self.causal else key_mask[:, :, :1, :]
+        return attend(query, key_mask, keep), attend(first_query, first_mask, None if keep is None else keep[:, :, :1, :])
 
     def get_config(self):
         config = super().get_config()
@@ -168,6 +184,7 @@ class SelfAttention(SequenceLayer):
                 "dropout": self.dropout,
                 "initializer_range": self.initializer_range,
                 "fused": self.fused,
+                "causal": self.causal,
             }
         )
         return config

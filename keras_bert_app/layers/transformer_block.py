@@ -22,6 +22,8 @@ class TransformerBlock(SequenceLayer):
         dropout: float. Dropout on sublayer outputs and attention probabilities.
         layer_norm_epsilon: float. LayerNorm epsilon.
         initializer_range: float. Stddev of the truncated-normal kernel init.
+        fused_attention: bool. See `SelfAttention`'s `fused`.
+        causal: bool. Causal self-attention (`SelfAttention`'s `causal`).
 
     Call args:
         hidden_states: float tensor [batch, seq, hidden_dim].
@@ -50,6 +52,7 @@ class TransformerBlock(SequenceLayer):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         fused_attention=False,
+        causal=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -61,6 +64,7 @@ class TransformerBlock(SequenceLayer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.fused_attention = bool(fused_attention)
+        self.causal = bool(causal)
         kernel_initializer = truncated_normal(initializer_range)
         self.attention = SelfAttention(
             num_heads,
@@ -68,6 +72,7 @@ class TransformerBlock(SequenceLayer):
             dropout=dropout,
             initializer_range=initializer_range,
             fused=fused_attention,
+            causal=causal,
             dtype=self.dtype_policy,
             name="attention",
         )
@@ -165,6 +170,7 @@ class TransformerBlock(SequenceLayer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,
                 "fused_attention": self.fused_attention,
+                "causal": self.causal,
             }
         )
         return config

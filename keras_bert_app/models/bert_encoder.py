@@ -59,6 +59,15 @@ class BertEncoder(keras.Model):
             match `vocabulary_size`, `embedding_dim`, `max_sequence_length`
             and `num_segments`. Not part of the config: a deserialized
             encoder has its own tables.
+        causal: bool. A causal attention mask: each position attends to
+            itself and its left only (the left-to-right LM of Devlin et al.
+            2018, Table 5, pretrained by `LeftToRightPretrainer`). It is part
+            of the model: a preset saved from a causal encoder stays causal
+            when fine-tuned, as the paper fine-tuned its LTR model. `[CLS]`
+            then sees only itself, so `pooled_output` reads the last real
+            token (the final `[SEP]`, inputs padded on the right), as GPT
+            (Radford et al. 2018) classifies from its last token. Default
+            False: BERT.
 
     Inputs: dict of int tensors [batch, seq]: `token_ids`, `segment_ids`,
     `padding_mask` (1 for real tokens, 0 for padding).
@@ -99,6 +108,7 @@ class BertEncoder(keras.Model):
         embedding_dim=None,
         num_groups=None,
         shared_embeddings=None,
+        causal=False,
         dtype=None,
         **kwargs,
     ):
@@ -140,6 +150,7 @@ class BertEncoder(keras.Model):
                 layer_norm_epsilon=layer_norm_epsilon,
                 initializer_range=initializer_range,
                 fused_attention=fused_attention,
+                causal=causal,
                 dtype=dtype,
                 name=f"transformer_layer_{index}",
             )
@@ -159,7 +170,7 @@ class BertEncoder(keras.Model):
         first = hidden_states
         for index in range(num_layers):  # shared groups: the same block for consecutive layers
             block = blocks[index // layers_per_group]
-            if index < num_layers - 1 or layers_per_group > 1:
+            if index < num_layers - 1 or layers_per_group > 1 or causal:
                 hidden_states = block(hidden_states, padding_mask=inputs["padding_mask"])
                 first = hidden_states
             else:
@@ -169,7 +180,10 @@ class BertEncoder(keras.Model):
                 # to be as many at every call.
                 hidden_states, first = block(hidden_states, padding_mask=inputs["padding_mask"], with_first=True)
             encoder_outputs.append(hidden_states)
-        pooled_output = pooler(first[:, 0, :])  # (batch, hidden) from [CLS]
+        if causal:
+            pooled_output = pooler(_last_real_token(hidden_states, inputs["padding_mask"]))
+        else:
+            pooled_output = pooler(first[:, 0, :])  # (batch, hidden) from [CLS]
         outputs = {"sequence_output": hidden_states, "pooled_output": pooled_output,
                    "encoder_outputs": encoder_outputs}
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
@@ -189,6 +203,7 @@ class BertEncoder(keras.Model):
         self.fused_attention = bool(fused_attention)
         self.embedding_dim = embedding_dim
         self.num_groups = num_groups
+        self.causal = bool(causal)
         self.embeddings = embeddings
         self.embedding_projection = embedding_projection
         self.transformer_layers = blocks
@@ -225,6 +240,8 @@ class BertEncoder(keras.Model):
             config["embedding_dim"] = self.embedding_dim
         if self.num_groups is not None:  # absent by default, as embedding_dim
             config["num_groups"] = self.num_groups
+        if self.causal:  # absent by default, as embedding_dim
+            config["causal"] = True
         return config
 
     @classmethod
@@ -271,7 +288,14 @@ class BertEncoder(keras.Model):
 _CONFIG_KEYS = (
     "vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim", "dropout", "max_sequence_length",
     "num_segments", "activation", "layer_norm_epsilon", "initializer_range", "embedding_dim", "num_groups",
+    "causal",
 )
+
+
+def _last_real_token(hidden_states, padding_mask):
+    """The hidden state of each row's last real token: (batch, seq, H) -> (batch, H); rows padded on the right."""
+    last = ops.maximum(ops.sum(ops.cast(padding_mask, "int32"), axis=1) - 1, 0)  # (batch,)
+    return ops.take_along_axis(hidden_states, last[:, None, None], axis=1)[:, 0, :]
 
 
 def _layers_per_group(num_layers, num_groups):

@@ -3,10 +3,12 @@
 One row per objective in `OBJECTIVES`: "mlm_nsp" (BERT's masked LM + next
 sentence prediction, `BertPretrainer`), "mlm_sop" (ALBERT's sentence-order
 prediction on the same head, so `nsp_accuracy` is the SOP accuracy), "mlm"
-(RoBERTa's masked LM alone, on `full_sentences` by default) and "electra"
+(RoBERTa's masked LM alone, on `full_sentences` by default), "electra"
 (replaced-token detection, `ElectraPretrainer`, with the reference's recipe
 `models.electra_recipe`: plain two-segment examples masked anew at every
-step, 85% `[MASK]` and 15% kept).
+step, 85% `[MASK]` and 15% kept) and "ltr" (the paper's "LTR & No NSP"
+baseline, Table 5: a causal encoder predicting the next token,
+`LeftToRightPretrainer`).
 
 A new objective adds a row: its model, its batch transform, the variable
 `output_bias_init="unigram"` sets, its FLOPs per sequence and the pairings
@@ -48,7 +50,10 @@ class Objective:
             the first is the default pairing of a corpus.
         corruption: `(mask, random)` shares of the masked positions'
             tokens where the data is masked after batching
-            (`masked_after_batching`): BERT's 0.8/0.1.
+            (`masked_after_batching`): BERT's 0.8/0.1. The `corruption`
+            argument of `kba.pretrain` overrides it (`corruption_of`).
+        output_name: str. The output whose targets `output_bias_init=
+            "unigram"` counts ("mlm"; "lm" for the next-token targets).
     """
 
     name: str
@@ -61,6 +66,7 @@ class Objective:
     pairings: tuple = ALL_PAIRINGS
     reference_batch_size: int | None = None
     corruption: tuple = (0.8, 0.1)
+    output_name: str = "mlm"
 
     def default_rate_at(self, batch_size):
         """The default peak rate for a global batch (times accumulation steps) of `batch_size`.
@@ -118,6 +124,13 @@ def check_pairing(settings, pairing, records=None, source=None):
         "pairing",
         f"pairing {pairing!r} does not fit objective {settings.objective!r}, which learns from pairing {wanted}.",
     )
+
+
+def corruption_of(settings):
+    """The run's `(mask, random)` shares: its `corruption` argument, or the objective's own."""
+    if settings.corruption is not None:
+        return tuple(settings.corruption)
+    return get_objective(settings.objective).corruption
 
 
 def masked_after_batching(settings):
@@ -283,7 +296,7 @@ def _mask_token_id(resolved):
 
 def _electra_batches(dataset, settings, resolved):
     from keras_bert_app.data.electra_masking import electra_masking
-    if masked_after_batching(settings):  # masked ELECTRA's way already (`corruption`)
+    if masked_after_batching(settings) or settings.corruption is not None:  # masked by `corruption_of` already
         return dataset
 
     return electra_masking(dataset, _mask_token_id(resolved), seed=settings.seed)
@@ -294,6 +307,44 @@ def _electra_flops(pretrainer, settings):
     # The discriminator: every token, plus its H x H head; the generator: a small BERT with its masked LM.
     return (_encoder_flops(discriminator, sequence, 0) + 3 * sequence * 2 * discriminator.hidden_dim**2
             + _encoder_flops(pretrainer.generator, sequence, settings.max_predictions))
+
+
+# === ltr ===
+def _check_ltr(settings, resolved):
+    for name in ("generator_size", "rtd_weight"):
+        if getattr(settings, name) is not None:
+            raise errors.ArgumentError(name, f"{name} is an option of objective 'electra'; the objective is 'ltr'.")
+
+
+def _build_ltr(settings, resolved, resuming):
+    import warnings
+
+    from keras_bert_app.models.bert_encoder import BertEncoder
+    from keras_bert_app.models.left_to_right_pretrainer import HEAD_WEIGHTS_FILE, LeftToRightPretrainer
+
+    _check_has_weights(settings, resolved, resuming)
+    overrides = _overrides(settings)
+    if resuming or not resolved.has_weights:
+        if not resuming:
+            settings.say(f"Preset {settings.preset!r} has no weights here: starting from freshly initialised weights.")
+        return LeftToRightPretrainer(BertEncoder(**{**resolved.config["encoder"], **overrides, "causal": True}))
+    settings.say(f"Starting from the weights of preset {settings.preset!r}, with a causal attention mask.")
+    if resolved.source_format is not None or not (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
+        settings.say(f"  (no {HEAD_WEIGHTS_FILE} there: a fresh language-model head)")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*fresh weights.*")  # said above
+        return LeftToRightPretrainer.from_preset(resolved.folder, **overrides)
+
+
+def _next_token_batches(dataset, settings, resolved):
+    from keras_bert_app.data.next_token_batches import next_token_batches
+
+    return next_token_batches(dataset)
+
+
+def _ltr_flops(pretrainer, settings):
+    # The causal mask saves no work here (the scores are computed, then masked); a prediction at every position.
+    return _encoder_flops(pretrainer.encoder, settings.max_seq_length, settings.max_seq_length)
 
 
 def _bert_objective(name, sentence_head, pairings, prepare_batches=_unchanged):
@@ -325,5 +376,17 @@ OBJECTIVES = {
         training_flops=_electra_flops,
         pairings=("segments", "nsp", "sop", "full_sentences"),  # the reference's plain segments by default
         corruption=(0.85, 0.0),  # google-research/electra pretrain_helpers.mask: [MASK] or kept
+    ),
+    "ltr": Objective(
+        name="ltr",
+        default_learning_rate=1e-4,  # BERT's; the paper trained its LTR model as its BERT-Base
+        check=_check_ltr,
+        build=_build_ltr,
+        prepare_batches=_next_token_batches,
+        masked_lm_head=lambda pretrainer: pretrainer.lm_head,
+        training_flops=_ltr_flops,
+        pairings=("full_sentences", "nsp", "sop", "segments"),
+        corruption=(0.0, 0.0),  # packed once: nothing to undo (`next_token_batches` restores the others)
+        output_name="lm",
     ),
 }

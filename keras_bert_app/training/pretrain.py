@@ -1,4 +1,4 @@
-"""`kba.pretrain`: masked LM + NSP or ELECTRA pretraining that resumes after a kill.
+"""`kba.pretrain`: masked LM + NSP, ELECTRA or left-to-right LM pretraining that resumes after a kill.
 
 A run lives in one folder (`output`): `run_config.json`, `checkpoints/`,
 `logs/` (TensorBoard), `metrics.csv`, and at the end `preset/`, which
@@ -69,6 +69,9 @@ def pretrain(
     phase2_steps: int | None = None,
     phase2_batch_size: int | None = None,
     phase2_max_seq_length: int | None = None,
+    corruption: Sequence[float] | None = None,
+    adam_beta2: float = 0.999,
+    adam_epsilon: float = 1e-6,
 ) -> pathlib.Path:
     """Pretrain a BERT with masked LM (+ next sentence prediction) or ELECTRA, resumably, into a run folder.
 
@@ -92,7 +95,7 @@ def pretrain(
             `objectives.Objective.default_rate_at`).
         warmup_steps: int or None. Linear warmup steps; None: 1% of `steps`,
             at most 10,000 (electra: the reference's 10,000 of 1,000,000 steps, without the cap).
-        optimizer: "adamw" or "lamb".
+        optimizer: "adamw" or "lamb" (ALBERT's).
         weight_decay: float. Decoupled weight decay (not on LayerNorm or biases).
         accumulation_steps: int. Batches per optimizer step.
         strategy: "auto", "tpu", "mirrored", "multi_worker", "cpu",
@@ -128,7 +131,11 @@ def pretrain(
             (RoBERTa: masked LM alone) or "electra" (replaced-token detection: `models.ElectraPretrainer`;
             the masked positions of the data get ELECTRA's corruption, 85%
             `[MASK]` and 15% kept; the preset written at the end is the
-            discriminator, with the generator in `preset/generator/`).
+            discriminator, with the generator in `preset/generator/`) or
+            "ltr" (the paper's left-to-right LM baseline, "LTR & No NSP":
+            `models.LeftToRightPretrainer`, a causal encoder predicting the
+            next token at every position, on uncorrupted text; its preset is
+            causal, and stays so when fine-tuned, as the paper's was).
         generator_size: float or None. ELECTRA: the generator's size as a
             fraction of the encoder's (width, heads, feed-forward; default
             0.25, or the starting ELECTRA preset's generator).
@@ -148,6 +155,17 @@ def pretrain(
             of `steps` read these records at `phase2_batch_size` (default
             `batch_size`), with the same optimizer state and schedule;
             `phase2_max_seq_length` checks their length.
+        corruption: `(mask, random)` or None. Shares of the masked
+            positions whose token becomes `[MASK]` and a random token; the
+            rest keep theirs (the paper's MASK/SAME/RND, Table 8: (0.8, 0.1)
+            is 80/10/10, (1.0, 0.0) 100/0/0, (0.8, 0.0) 80/20/0). None: the
+            objective's (BERT's 0.8/0.1; electra 0.85/0). Records and
+            pair-by-pair corpora have theirs drawn again at every batch,
+            token by token; refused with whole-word or n-gram masking and
+            for "ltr".
+        adam_beta2, adam_epsilon: float. The optimizer's second-moment decay
+            and epsilon (AdamW and LAMB; default BERT's 0.999 and 1e-6;
+            RoBERTa's are 0.98 and 1e-6).
 
     Returns:
         pathlib.Path of the run folder; its `preset/` is the result.
@@ -239,6 +257,7 @@ def _build_pretrainer(settings, resolved, resuming):
     optimizer = create_optimizer(
         settings.learning_rate, total_steps=settings.steps, warmup_steps=settings.warmup_steps,
         weight_decay=settings.weight_decay, name=settings.optimizer, accumulation_steps=settings.accumulation_steps,
+        beta_2=settings.adam_beta2, epsilon=settings.adam_epsilon,
     )
     pretrainer.compile(optimizer=optimizer, jit_compile=settings.jit_compile)
     return pretrainer
@@ -251,16 +270,21 @@ def _init_output_bias(settings, resolved, pretrainer):
 
     from keras_bert_app.training.output_bias import count_masked_targets, unigram_output_bias
 
-    bias = get_objective(settings.objective).masked_lm_head(pretrainer).output_bias
+    objective = get_objective(settings.objective)
+    bias = objective.masked_lm_head(pretrainer).output_bias
     if np.any(ops.convert_to_numpy(bias)):
         raise errors.ArgumentError(
             "output_bias_init",
             f"output_bias_init 'unigram' starts fresh pretraining heads, but the heads of preset "
             f"{settings.preset!r} are trained (their output bias is not zero): drop the option to continue from them.",
         )
-    counts = count_masked_targets(pretraining_batches(settings, resolved, False), pretrainer.encoder.vocabulary_size)
+    name = objective.output_name
+    batches = ((x, {"mlm": y[name]}, {"mlm": weights[name]})
+               for x, y, weights in pretraining_batches(settings, resolved, False))
+    counts = count_masked_targets(batches, pretrainer.encoder.vocabulary_size)
     bias.assign(unigram_output_bias(counts))
+    targets = "masked tokens" if name == "mlm" else "next-token targets"
     settings.say(
-        f"Masked-LM output bias set to the log frequencies of {int(counts.sum()):,} masked tokens "
+        f"Masked-LM output bias set to the log frequencies of {int(counts.sum()):,} {targets} "
         f"({int(np.count_nonzero(counts)):,} distinct) of the data."
     )

@@ -9,7 +9,7 @@ from typing import Union
 from keras_bert_app import errors
 from keras_bert_app.training import phases
 from keras_bert_app.training.objectives import DEFAULT_OBJECTIVE, OBJECTIVES
-from keras_bert_app.training.pretraining_inputs import data_arguments
+from keras_bert_app.training.pretraining_inputs import check_corruption, data_arguments
 
 OPTIMIZERS = ("adamw", "lamb")
 OUTPUT_BIAS_INITS = ("zeros", "unigram")
@@ -59,6 +59,9 @@ class PretrainSettings:
     phase2_max_seq_length: int | None = None
     phase2_max_predictions: int | None = None
     phase2_pairing: str | None = None  # that of the phase-2 records (set by phases.phase2_shape)
+    corruption: tuple | None = None  # (mask, random) shares at the masked positions; None: the objective's
+    adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-6
 
     def say(self, message):
         if self.log is not None:
@@ -70,7 +73,8 @@ def checked_settings(
     accumulation_steps, strategy, tpu, mixed_precision, jit_compile, next_sentence_prediction, max_seq_length,
     max_predictions, checkpoint_every, seed, output_bias_init, dropout, peak_tflops, verbose, log,
     objective=DEFAULT_OBJECTIVE, generator_size=None, rtd_weight=None, phase2_data=None, phase2_steps=None,
-    phase2_batch_size=None, phase2_max_seq_length=None, **corpus_masking,
+    phase2_batch_size=None, phase2_max_seq_length=None, corruption=None, adam_beta2=0.999, adam_epsilon=1e-6,
+    **corpus_masking,
 ):
     """Typed errors naming the argument for every bad value; defaults filled in. The inputs are not changed."""
     from keras_bert_app.training.distribution import STRATEGY_NAMES
@@ -97,6 +101,11 @@ def checked_settings(
         raise errors.ArgumentError("warmup_steps", f"warmup_steps must be in [0, steps={steps}]; got {warmup_steps}.")
     errors.check_choice("optimizer", optimizer, OPTIMIZERS)
     errors.check_number("weight_decay", weight_decay, minimum=0)
+    errors.check_number("adam_beta2", adam_beta2)
+    if not 0 <= adam_beta2 < 1:
+        raise errors.ArgumentError("adam_beta2", f"adam_beta2 must be in [0, 1); got {adam_beta2}.")
+    errors.check_number("adam_epsilon", adam_epsilon, minimum=0, minimum_inclusive=False)
+    corruption = check_corruption(corruption, objective, inputs)
     errors.check_choice("strategy", strategy, STRATEGY_NAMES)
     if tpu is not None:
         errors.check_type("tpu", tpu, str)
@@ -134,6 +143,7 @@ def checked_settings(
         checkpoint_every=checkpoint_every, seed=seed,
         output_bias_init=output_bias_init, dropout=dropout, peak_tflops=peak_tflops, verbose=verbose, log=log,
         objective=objective, generator_size=generator_size, rtd_weight=rtd_weight, **phase2,
+        corruption=corruption, adam_beta2=float(adam_beta2), adam_epsilon=float(adam_epsilon),
     )
 
 

@@ -80,6 +80,38 @@ def data_arguments(data, corpus, max_seq_length=None, max_predictions=None, **ma
     return {"data": None, "corpus": corpus, **shape, **masking, "masking": scheme}
 
 
+def check_corruption(corruption, objective, inputs):
+    """`corruption` as a `(mask, random)` tuple of floats, or None; `ArgumentError` naming it otherwise.
+
+    The shares of the masked positions that become `[MASK]` and a random
+    token (the rest keep their token: the paper's MASK/RND/SAME, Table 8).
+    Refused for objective "ltr" (nothing is masked) and for whole-word or
+    n-gram masking of a corpus (they draw it per word, this per token).
+    """
+    if corruption is None:
+        return None
+    if isinstance(corruption, (str, bytes)) or not isinstance(corruption, Sequence) or len(corruption) != 2:
+        raise errors.ArgumentTypeError(
+            "corruption", f"corruption must be a pair (mask, random) of shares, e.g. (0.8, 0.1); got {corruption!r}."
+        )
+    mask, random = (errors.check_number("corruption", share, minimum=0, maximum=1) for share in corruption)
+    if mask + random > 1 + 1e-9:
+        raise errors.ArgumentError(
+            "corruption", f"corruption shares mask {mask:g} + random {random:g} must be at most 1 (the rest is kept); "
+            f"got {mask + random:g}."
+        )
+    if objective == "ltr":
+        raise errors.ArgumentError(
+            "corruption", "corruption is refused for objective 'ltr': a left-to-right LM reads its text uncorrupted."
+        )
+    if inputs["corpus"] is not None and inputs["masking"] != "token":
+        raise errors.ArgumentError(
+            "corruption", f"corruption is drawn per token; masking {inputs['masking']!r} draws it per word: "
+            "use masking 'token' with corruption."
+        )
+    return (mask, random)
+
+
 def corpus_files(corpus):
     """The corpus patterns as a tuple of str, each matching at least one file."""
     if isinstance(corpus, (str, os.PathLike)):
@@ -261,7 +293,7 @@ def pretraining_batches(settings, resolved, repeat=True):
     evenly across replicas). The objective's own transform (ELECTRA's
     masking) comes after the repeat, so every epoch gets fresh draws.
     """
-    from keras_bert_app.training.objectives import get_objective
+    from keras_bert_app.training.objectives import corruption_of, get_objective, masked_after_batching
 
     if settings.data is not None:
         from keras_bert_app.data.pretraining_records import pretraining_dataset
@@ -279,10 +311,23 @@ def pretraining_batches(settings, resolved, repeat=True):
             max_predictions_per_seq=settings.max_predictions, seed=settings.seed, drop_remainder=True,
             whole_word_masking=settings.whole_word_masking, masking=settings.masking, max_ngram=settings.max_ngram,
             segmenter=settings.segmenter, entity_masking=settings.entity_masking, log=settings.say,
-            pairing=settings.pairing, corruption=get_objective(settings.objective).corruption,
+            pairing=settings.pairing, corruption=corruption_of(settings),
         )
         dataset = dataset.repeat() if repeat else dataset
+    if settings.corruption is not None and not masked_after_batching(settings):
+        dataset = _corrupted_anew(dataset, settings, resolved)
     return get_objective(settings.objective).prepare_batches(dataset, settings, resolved)
+
+
+def _corrupted_anew(dataset, settings, resolved):
+    """`corruption` on batches masked 80/10/10 already (records, pair-by-pair corpora): their masked positions'
+    tokens drawn again from the originals, per batch (`data.electra_masking`, generic in its shares)."""
+    from keras_bert_app.data.electra_masking import electra_masking
+
+    mask, random = settings.corruption
+    vocabulary = list(_tokenizer(resolved).get_vocabulary())
+    return electra_masking(dataset, vocabulary.index("[MASK]"), mask_probability=mask, random_probability=random,
+                           vocabulary_size=len(vocabulary), seed=settings.seed)
 
 
 def _tokenizer(resolved):

@@ -20,12 +20,14 @@ RUN_KEYS = (
     "max_seq_length", "max_predictions", "seed", "checkpoint_every", "output_bias_init", "dropout",
     "objective", "generator_size", "rtd_weight",
     "whole_word_masking", "masking", "max_ngram", "segmenter", "entity_masking", "pairing",
+    "corruption", "adam_beta2", "adam_epsilon",
 )
 # Values of run keys added later, for run folders written before them.
 RUN_KEY_DEFAULTS = {
     "output_bias_init": "zeros", "dropout": None, "objective": "mlm_nsp", "generator_size": None, "rtd_weight": None,
     "whole_word_masking": False, "masking": "token", "max_ngram": 3, "segmenter": None, "entity_masking": False,
     "pairing": "nsp",  # the data's pairing (records: theirs), as data_shape resolves it
+    "corruption": None, "adam_beta2": 0.999, "adam_epsilon": 1e-6,
 }
 PRESET_FOLDER = "preset"
 
@@ -33,9 +35,10 @@ PRESET_FOLDER = "preset"
 def run_config(settings):
     """The run keys as `run_config.json` has always stored them."""
     values = {
-        **{key: getattr(settings, key) for key in RUN_KEYS if key not in ("no_nsp", "corpus")},
+        **{key: getattr(settings, key) for key in RUN_KEYS if key not in ("no_nsp", "corpus", "corruption")},
         "no_nsp": not settings.next_sentence_prediction,
         "corpus": None if settings.corpus is None else list(settings.corpus),
+        "corruption": None if settings.corruption is None else list(settings.corruption),
     }
     return {key: values[key] for key in RUN_KEYS}
 
