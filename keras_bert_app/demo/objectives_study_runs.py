@@ -255,11 +255,11 @@ def token_context(preset, texts, sequence_length=64, objective="mlm", seed=0, ma
         return {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": np.ones_like(token_ids)}
 
     if objective == "ltr":
-        model = BertPretrainer.from_preset(preset)
-        every = np.arange(sequence_length, dtype=np.int32)
-        result = metrics.next_token_context(lambda token_ids: ops.convert_to_numpy(model(
-            {**inputs(token_ids), "mask_positions": np.broadcast_to(every, token_ids.shape)}, training=False)["mlm"]),
-            rows)
+        from keras_bert_app.models.left_to_right_pretrainer import LeftToRightPretrainer
+
+        model = LeftToRightPretrainer.from_preset(preset)
+        result = metrics.next_token_context(
+            lambda token_ids: ops.convert_to_numpy(model(inputs(token_ids), training=False)["lm"]), rows)
         return {**result, "slots": int(rows[:, 1:-1].size)}
     positions, fakes = metrics.slots_and_fakes(rows, len(vocabulary), specials.values(), seed=seed)
     electra = objective == "electra"
@@ -294,8 +294,12 @@ def parameter_counts(objective: str | None, preset: pathlib.Path) -> dict[str, i
             from keras_bert_app.models.electra_pretrainer import ElectraPretrainer
 
             pretrainer = ElectraPretrainer.from_preset(preset)
+        elif objective == "ltr":
+            from keras_bert_app.models.left_to_right_pretrainer import LeftToRightPretrainer
+
+            pretrainer = LeftToRightPretrainer.from_preset(preset)
         else:
             from keras_bert_app.models.bert_pretrainer import BertPretrainer
 
-            pretrainer = BertPretrainer.from_preset(preset, next_sentence_prediction=objective not in ("mlm", "ltr"))
+            pretrainer = BertPretrainer.from_preset(preset, next_sentence_prediction=objective != "mlm")
     return {"encoder": int(encoder.count_params()), "pretrainer": int(pretrainer.count_params())}
