@@ -81,7 +81,7 @@ def run(pattern, output, vocab, workers, runner, with_cpu=False, **settings):
 def records_by_pass(pattern, vocab, settings):
     """The serialized examples of each dupe pass, made by the local generator task by task."""
     from keras_bert_app.data.corpus import expand_input_files, tokenize_corpus
-    from keras_bert_app.data.create_pretraining_data import generate_task, pretraining_tasks
+    from keras_bert_app.data.pretraining_tasks import generate_task, pretraining_tasks
     from keras_bert_app.data.masking import masking_scheme
     from keras_bert_app.data.pretraining_instances import InstanceMaker
     from keras_bert_app.data.segmentation import resolve_segmenter

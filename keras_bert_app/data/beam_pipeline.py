@@ -2,7 +2,8 @@
 
 The same records as the local command, made past one machine (Dataflow,
 Flink, Spark, or the DirectRunner's processes). A short chain of named
-transforms whose per-element functions are the local command's own:
+transforms whose per-element functions are the local command's own
+(`pretraining_tasks`, which both import):
 
     Files -> Tokenize (one file an element: `tokenize_corpus`) -> Corpus
     (`concatenate_corpora`, a side input) -> Tasks (`pretraining_tasks`:
@@ -34,7 +35,6 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pvalue import AsSingleton
 
 from keras_bert_app import errors
-from keras_bert_app.data import create_pretraining_data as local
 from keras_bert_app.data.corpus import concatenate_corpora
 from keras_bert_app.data.corpus import tokenize_corpus
 from keras_bert_app.data.pretraining_instances import check_pairing_corpus
@@ -45,6 +45,11 @@ from keras_bert_app.data.pretraining_records import shard_name
 from keras_bert_app.data.pretraining_records import write_records_atomically
 from keras_bert_app.data.pretraining_summary import corpus_statistics
 from keras_bert_app.data.pretraining_summary import pretraining_summary
+from keras_bert_app.data.pretraining_tasks import check_output as check_local_output
+from keras_bert_app.data.pretraining_tasks import generate_task
+from keras_bert_app.data.pretraining_tasks import input_files_of
+from keras_bert_app.data.pretraining_tasks import pretraining_tasks
+from keras_bert_app.data.pretraining_tasks import record_order
 from keras_bert_app.data.segmentation import resolve_segmenter
 from keras_bert_app.data.segmentation import summary_line
 
@@ -95,7 +100,7 @@ def corpus_files(input_files):
     files = []
     for pattern in map(os.fspath, patterns):
         if FileSystems.get_scheme(pattern) is None:
-            matches = local.input_files_of([pattern])
+            matches = input_files_of([pattern])
         else:
             try:
                 matches = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
@@ -154,7 +159,7 @@ def _sniff(path):
 def check_output(output_dir, overwrite):
     """The local command's refusal of old shards, for any file system; returns the old shard names."""
     if FileSystems.get_scheme(output_dir) is None:
-        return local.check_output(output_dir, overwrite)
+        return check_local_output(output_dir, overwrite)
     pattern = FileSystems.join(output_dir, f"*{RECORD_SUFFIX}")
     old = sorted(m.path.rsplit("/", 1)[-1] for m in FileSystems.match([pattern])[0].metadata_list)
     if old and not overwrite:
@@ -259,7 +264,7 @@ def build_pipeline(pipeline, files, temporary, tokenizer, maker, *, segmenter, e
     )
     generated = (
         corpus
-        | "Tasks" >> beam.FlatMap(lambda pair: local.pretraining_tasks(pair[0].num_documents, dupe_factor))
+        | "Tasks" >> beam.FlatMap(lambda pair: pretraining_tasks(pair[0].num_documents, dupe_factor))
         | "Reshuffle tasks" >> beam.Reshuffle()
         | "Generate" >> beam.ParDo(GenerateTask(maker), AsSingleton(corpus))
     )
@@ -331,7 +336,7 @@ class GenerateTask(beam.DoFn):
     def process(self, task, corpus_and_skipped):
         counter = beam.metrics.Metrics.counter
         corpus = corpus_and_skipped[0]
-        records, counts = local.generate_task(corpus, self.maker, task)
+        records, counts = generate_task(corpus, self.maker, task)
         counter(COUNTERS, "documents").inc(task[2] - task[1])
         counter(COUNTERS, "instances").inc(int(counts[0]))
         counter(COUNTERS, "tokens").inc(int(counts[1]))
@@ -348,7 +353,7 @@ def shard_plan(task_sizes, seed, num_shards):
     sizes = [counts[0] for _, counts in task_sizes]
     offsets = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
     num_records = int(offsets[-1])
-    order = local.record_order(seed, num_records)
+    order = record_order(seed, num_records)
     positions = np.empty(num_records, np.int64)
     positions[order] = np.arange(num_records)
     return {

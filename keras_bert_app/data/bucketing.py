@@ -267,7 +267,7 @@ def trace_predict_for_any_length(model, batch_spec, on_batch=False):
 
 
 def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, bucketing=True, per_position=False,
-                     on_batch=None, exact_lengths=None):
+                     on_batch=None, *, exact_lengths):
     """`model.predict` on single examples, with length-grouped batches, in the input's order.
 
     Args:
@@ -285,9 +285,10 @@ def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, b
             each batch, with the batch's `rest` and the model's outputs on
             it as run (cut to the batch's length): what `evaluate` would
             score, from this one pass.
-        exact_lengths: bool or None. Batches cut to their longest example
-            itself rather than to a bucket length; None: where the model
-            compiles nothing per shape (`models.xla.pads_to_exact_length`).
+        exact_lengths: bool. Batches cut to their longest example itself
+            rather than to a bucket length: for a model that compiles
+            nothing per shape, which its caller tells
+            (`models.xla.pads_to_exact_length(model)`).
 
     Returns:
         The model's outputs (an array or a dict of arrays), one row per
@@ -296,10 +297,6 @@ def predict_in_order(model, inputs, num_examples, batch_size, sequence_length, b
     import numpy as np
     import tensorflow as tf
 
-    from keras_bert_app.models.xla import pads_to_exact_length
-
-    if exact_lengths is None:
-        exact_lengths = pads_to_exact_length(model)
     if not bucketing and on_batch is None:
         return model.predict(inputs.batch(batch_size).prefetch(tf.data.AUTOTUNE), verbose=0)
     if on_batch is None:

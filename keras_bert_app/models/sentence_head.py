@@ -3,8 +3,13 @@
 `pooling="pooler"`: dropout and a dense layer on the pooled output
 `tanh(dense([CLS]))` (BERT, section 4.1 of the paper; ALBERT).
 `pooling="cls"`: the raw [CLS] vector through dense(hidden), GELU and
-dropout before the output layer, as google-research/electra fine-tunes (its
-pooler gets no gradient in pretraining) and HF's ELECTRA heads do.
+dropout before the output layer, as HF transformers' ELECTRA heads do
+(`ElectraClassificationHead`: dropout, dense, GELU, dropout, output;
+`ElectraForMultipleChoice`'s sequence summary: the same without the first
+dropout), so their fine-tuned checkpoints load (`convert.huggingface_heads`).
+google-research/electra's own fine-tuning (`finetune/classification`) has
+no hidden layer: dropout on the raw [CLS], then the output layer. Both skip
+BERT's tanh pooler, which ELECTRA's pretraining never trains.
 `from_preset` picks the pooling by the preset's family unless it is given.
 """
 

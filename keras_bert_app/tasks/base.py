@@ -269,11 +269,13 @@ class Task:
         import numpy as np
 
         from keras_bert_app.data.bucketing import plain_map, predict_in_order
+        from keras_bert_app.models.xla import pads_to_exact_length
 
         inputs = self.packed_examples(split) if on_batch else plain_map(self.packed_examples(split), lambda x, *rest: x)
         outputs = predict_in_order(
             model, inputs, split.num_features, batch_size, self.sequence_length,
             bucketing=self.bucketing, per_position=self.PER_POSITION, on_batch=on_batch,
+            exact_lengths=pads_to_exact_length(model),
         )
         return np.asarray(outputs, dtype="float32")
 

@@ -126,11 +126,13 @@ class QuestionAnswering(Task):
         import numpy as np
 
         from keras_bert_app.data.bucketing import plain_map, predict_in_order
+        from keras_bert_app.models.xla import pads_to_exact_length
 
         if self.bucketing:
             inputs = plain_map(self.packed_examples(split), lambda inputs, *rest: inputs)
             outputs = predict_in_order(
-                model, inputs, split.num_features, batch_size, self.sequence_length, per_position=True
+                model, inputs, split.num_features, batch_size, self.sequence_length, per_position=True,
+                exact_lengths=pads_to_exact_length(model),
             )
         else:
             outputs = model.predict(split.features.inputs, batch_size=batch_size, verbose=0)

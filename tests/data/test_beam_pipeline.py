@@ -71,7 +71,7 @@ def test_test_pipeline_writes_the_local_records(corpus, vocab, tmp_path):
     from apache_beam.testing.test_pipeline import TestPipeline
 
     from keras_bert_app.data import beam_pipeline
-    from keras_bert_app.data.create_pretraining_data import record_order
+    from keras_bert_app.data.pretraining_tasks import record_order
     from keras_bert_app.data.pretraining_instances import InstanceMaker
 
     tokenizer = uncased_tokenizer(vocab)

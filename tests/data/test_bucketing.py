@@ -182,6 +182,8 @@ def test_keras_predict_is_traced_once_for_every_bucket_length(per_position, recw
     """A real Keras model on TensorFlow: one trace of `predict`'s step for all lengths, the same outputs."""
     import keras
 
+    from keras_bert_app.models.xla import pads_to_exact_length
+
     token_ids = keras.Input((None,), dtype="int32", name="token_ids")
     padding_mask = keras.Input((None,), dtype="int32", name="padding_mask")
     embedded = keras.layers.Embedding(71, 4)(token_ids)  # ids 0-70
@@ -193,7 +195,8 @@ def test_keras_predict_is_traced_once_for_every_bucket_length(per_position, recw
     model = keras.Model({"token_ids": token_ids, "padding_mask": padding_mask}, outputs)
     dataset, _ = _examples(70, seed=5)
     inputs = dataset.map(lambda inputs, *rest: {name: inputs[name] for name in ("token_ids", "padding_mask")})
-    got = bucketing.predict_in_order(model, inputs, 70, 8, SEQUENCE_LENGTH, per_position=per_position)
+    got = bucketing.predict_in_order(model, inputs, 70, 8, SEQUENCE_LENGTH, per_position=per_position,
+                                     exact_lengths=pads_to_exact_length(model))
     whole = next(iter(inputs.batch(70)))
     assert len({int(n) for n in whole["padding_mask"].numpy().sum(1)}) > 3  # several bucket lengths
     expected = model(whole)

@@ -92,7 +92,8 @@ def test_segments_come_in_order_from_one_document_before_the_swap(wiki, sop_reco
             continue
         # The earlier segment ends before the later one starts, in the same document; truncation may leave a gap.
         order = [second_at - first_at - len(first) for first_doc, first_at in found(first)
-                 for second_doc, second_at in found(second) if first_doc == second_doc and second_at >= first_at + len(first)]
+                 for second_doc, second_at in found(second)
+                 if first_doc == second_doc and second_at >= first_at + len(first)]
         assert order, (label, tokenizer.detokenize(tokens[:length]))
         gaps.append(min(order))
     assert short < 0.02 * len(gaps)
