@@ -71,8 +71,8 @@ def stand_ins(monkeypatch):
 
     def pretrain_arm(objective, preset, data, run_dir, steps, recipe, *, source="records", pairing=None,
                      checkpoint_every=None, log=None, learning_rate=None, options=None, **_):
-        calls.append(("pretrain", objective, data, steps, source, pairing, learning_rate, options, recipe.seed,
-                      str(preset)))
+        calls.append(("pretrain", objective, data, steps, source, pairing, learning_rate, options or {}, recipe.seed,
+                      str(preset), str(run_dir)))
         run_dir = pathlib.Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "metrics.csv").write_text("epoch,loss,mlm_accuracy\n0,1.0,0.25\n")
@@ -85,12 +85,12 @@ def stand_ins(monkeypatch):
         calls.append(("context", objective, str(preset), texts_file))
         rate = float(rate)
         if objective == "electra":
-            return {"detects_fakes": {3e-3: 0.9, 1e-3: 0.85}[rate], "masked_accuracy": 0.1, "slots": 2000,
+            return {"detects_fakes": {3e-3: 0.9}.get(rate, 0.85), "masked_accuracy": 0.1, "slots": 2000,
                     "prefers_true": 0.6, "frequency_accuracy": 0.05}
         if objective == "ltr":
-            return {"next_token_loss": {3e-3: 5.0, 1e-3: 6.0}[rate], "next_token_accuracy": 0.04,
+            return {"next_token_loss": {3e-3: 5.0}.get(rate, 6.0), "next_token_accuracy": 0.04,
                     "frequency_accuracy": 0.05, "frequency_loss": 7.0, "slots": 5000}
-        return {"masked_loss": {3e-3: 5.0, 1e-3: 4.0}[rate], "masked_accuracy": 0.2, "frequency_accuracy": 0.05,
+        return {"masked_loss": {1e-3: 4.0}.get(rate, 5.0), "masked_accuracy": 0.2, "frequency_accuracy": 0.05,
                 "frequency_loss": 7.0, "prefers_true": 0.7, "slots": 2000}
 
     def finetune_accuracy(preset, task, run_dir, seed, recipe, log=print):
