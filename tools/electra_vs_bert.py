@@ -2,7 +2,7 @@
 
 Runs the objectives study's BERT and ELECTRA arms (`kba.study_objectives`:
 each with its paper's data, masking and recipe, the same pretraining FLOPs
-by the bench's FLOP model, the word-order task, fine-tuning over seeds and
+by the bench's FLOP model, the topic task, fine-tuning over seeds and
 the frozen-feature probe), then ELECTRA again:
 - with each `--generator-sizes` (a fraction of the discriminator's width;
   the paper's best is 1/4 to 1/2, and a generator too strong or too weak
