@@ -49,6 +49,8 @@ from keras_bert_app.demo.objectives_study_settings import (
     DEFAULT_OUTPUT,
     DEFAULT_PRETRAINING_SEEDS,
     DEFAULT_SEEDS,
+    FINETUNE_BATCH_SIZE,
+    FINETUNE_EPOCHS,
     LEARNING_RATES,
     MIN_BUDGET_STEPS,
     PRETRAIN_BATCH_SIZE,
@@ -127,7 +129,8 @@ def study_objectives(
     if quickstart_run is None:
         build_quickstart_data(base, log)
     recipe = dataclasses.replace(Recipe.from_quickstart(json.loads((base / defaults.SETTINGS_FILE).read_text())),
-                                 batch_size=PRETRAIN_BATCH_SIZE)
+                                 batch_size=PRETRAIN_BATCH_SIZE, finetune_epochs=FINETUNE_EPOCHS,
+                                 finetune_batch_size=FINETUNE_BATCH_SIZE)
     results["recipe"] = dataclasses.asdict(recipe)
     task = _task(base, output, recipe.seed, results, save)
     data = {arm: _arm_data(base, output, ARMS[arm], recipe, log) for arm in objectives}

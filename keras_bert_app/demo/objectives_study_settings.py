@@ -16,6 +16,10 @@ DEFAULT_BUDGET_STEPS = 200
 # The study's pretraining batch (the quickstart's 32 halved): at a budget this small, more updates of fewer tokens
 # each learn more; the budget's BERT steps are steps at this batch.
 PRETRAIN_BATCH_SIZE = 16
+# Fine-tuning on the task's few labels (40 articles): the quickstart's 8 epochs at batch 16 are 24 updates, too few
+# to move even a pretrained encoder off chance; 20 epochs at batch 8 are 100.
+FINETUNE_EPOCHS = 20
+FINETUNE_BATCH_SIZE = 8
 MIN_BUDGET_STEPS = 20  # below this an arm takes a handful of steps and the sweep compares noise
 DEFAULT_SEEDS = (0, 1, 2)  # fine-tuning seeds, for each pretraining seed
 DEFAULT_PRETRAINING_SEEDS = (0, 1)  # the first also runs the rate sweep
