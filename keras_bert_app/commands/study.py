@@ -1,6 +1,6 @@
 """`keras-bert-app study objectives`: BERT, its ablations and its successors at equal pretraining FLOPs.
 
-    keras-bert-app study objectives                                    # under an hour on 2 busy CPU cores
+    keras-bert-app study objectives                                    # hours on 2 busy CPU cores: see --help
     keras-bert-app study objectives --quickstart-run quickstart_run --output runs/objectives_study
     keras-bert-app study objectives --budget-steps 1000 --seeds 0,1,2,3,4 --objectives bert,electra
 
