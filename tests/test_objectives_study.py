@@ -224,6 +224,9 @@ def test_verdicts_follow_the_rules():
     directions = dict(report.directions(results))
     assert directions[report.DIRECTIONS[-1][0]] == "no verdict: ELECTRA did not train"
     assert directions[report.DIRECTIONS[6][0]].startswith("reversed (beyond the intervals): RoBERTa-style 0.550")
+    # An arm with a selected rate but no fine-tuning (a resumed study run with fewer arms) is not in the report.
+    results["selected"]["albert"] = {"learning_rate": 1e-3}
+    assert report.arms(results) == ["bert", "roberta", "electra"] and "ALBERT" not in report.table(results)
     # Trained at 0.8; a masked-LM head whose top-1 is not above the unigram's beyond its interval did not.
     electra["detects_fakes"] = 0.8
     assert report.trained(results, "electra")

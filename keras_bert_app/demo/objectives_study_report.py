@@ -80,8 +80,9 @@ def chance_auc_interval(positives: int) -> float:
 
 # === What the results hold ===
 def arms(results: dict) -> list[str]:
-    """The study's arms, in `ARMS`' order."""
-    return [name for name in ARMS if name in results.get("selected", {})]
+    """The study's evaluated arms (a rate selected, fine-tuned), in `ARMS`' order."""
+    tuned = {key.rsplit("_p", 1)[0] for key in results.get("finetune", {})}
+    return [name for name in ARMS if name in results.get("selected", {}) and name in tuned]
 
 
 def pretraining_seeds(results: dict) -> list[int]:
