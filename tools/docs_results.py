@@ -76,7 +76,7 @@ RESULTS = {
     ),
     "objectives-study": Result(
         "objectives-study", "Objectives study", "keras-bert-app study objectives", "objectives_study",
-        {"results.json": ("recipe", "settings")},
+        {"results.json": ("recipe", "settings", "runtime_seconds")},  # runtime_seconds: written when it ends
         plots=("report.png",),
         extras=("task/train.csv", "task/dev.csv", "report.md"),  # the study's task, kept with its results
     ),

@@ -105,6 +105,10 @@ def test_objectives_study_page_of_a_collected_run_with_its_task(data_copy, tmp_p
                       "finetune_learning_rate": 5e-4}
     data["task"] = {"train": {"examples": 40}, "dev": {"examples": 250}}
     (run / "results.json").write_text(json.dumps(data))
+    with pytest.raises(tools.ResultsError, match="no 'runtime_seconds'"):  # written when the study ends
+        tools.docs_results.collect("objectives-study", run, data_copy)
+    data["runtime_seconds"] = 600.0
+    (run / "results.json").write_text(json.dumps(data))
     for split in ("train", "dev"):
         (run / "task" / f"{split}.csv").write_text("text,label\nA match.,sport\n")
     tools.docs_results.collect("objectives-study", run, data_copy)
