@@ -90,8 +90,9 @@ def add_arguments(parser):
                         help="seed of initialisation, data order and masking (default 12345)")
     parser.add_argument(
         "--corruption", default=None, metavar="MASK,RND",
-        help="shares of the masked positions that become [MASK] and a random token, the rest kept (the paper's "
-        "Table 8: 0.8,0.1 is 80/10/10 MASK/RND/SAME; 1.0,0.0 is 100/0/0; 0.8,0.0 is 80/0/20). Default: the "
+        help="shares of the masked positions that become [MASK] and a random token, the rest kept: in the "
+        "paper's MASK/SAME/RND (Table 8), 0.8,0.1 is 80/10/10, 1.0,0.0 is 100/0/0, 0.8,0.0 is 80/20/0 and 0.8,0.2 "
+        "is 80/0/20. Default: the "
         "objective's (0.8,0.1; electra 0.85,0). --data records have theirs drawn again per batch; refused for ltr "
         "and with whole-word or n-gram masking",
     )
