@@ -15,33 +15,27 @@ from tests.test_objectives_study import quickstart_run, stand_ins  # noqa: F401 
 def test_ablations_plan_their_steps_and_report_which_token_fits(quickstart_run, stand_ins, tmp_path, capsys,  # noqa: F811
                                                                  monkeypatch):
     pytest.importorskip("matplotlib")
-    from keras_bert_app.demo import objectives_study_runs
-
-    children = []
-    original = objectives_study_runs.pretrain_in_child
-    monkeypatch.setattr(objectives_study_runs, "pretrain_in_child",
-                        lambda arguments, log=print: children.append(arguments) or original(arguments, log))
     argv = ["--output", str(tmp_path / "cmp"), "--quickstart-run", str(quickstart_run), "--budget-steps", "100",
             "--seeds", "0,1", "--generator-sizes", "0.125", "--steps-factors", "3"]
     assert load_tool("electra_vs_bert").main(argv) == 0
     results = json.loads((tmp_path / "cmp" / "results.json").read_text())
     ablation = json.loads((tmp_path / "cmp" / "ablation.json").read_text())
-    electra_steps = results["pretrain_electra"]["steps"]
+    electra_steps = results["plan"]["electra"]["steps"]
     # A smaller generator costs less per step: more steps at the same FLOPs; the steps ablation: 3 times ELECTRA's.
-    assert results["pretrain_bert"]["steps"] >= ablation["electra_generator_0.125"]["steps"] > electra_steps
+    assert results["plan"]["bert"]["steps"] >= ablation["electra_generator_0.125"]["steps"] > electra_steps
     assert ablation["electra_steps_3x"]["steps"] == 3 * electra_steps
-    ablations = children[-2:]
-    assert [(run["generator_size"], run["steps"]) for run in ablations] == [
-        (0.125, ablation["electra_generator_0.125"]["steps"]), (None, 3 * electra_steps)]
-    assert {run["objective"] for run in ablations} == {"electra"} and ablations[1]["learning_rate"] == results[
-        "pretrain_electra"]["learning_rate"]
+    ablations = [call for call in stand_ins if call[0] == "pretrain" and "ablation" in call[10]][-2:]
+    assert [call[3] for call in ablations] == [ablation["electra_generator_0.125"]["steps"], 3 * electra_steps]
+    # At the study's rate for ELECTRA, selected on its held-out AUC (the stand-in's: highest at 3e-3).
+    assert {call[1] for call in ablations} == {"electra"} and {call[6] for call in ablations} == {
+        results["selected"]["electra"]["learning_rate"]}
     # Every row says which token fits; ELECTRA's rows the discriminator's AUC too (the stand-in's 0.5).
     lines = capsys.readouterr().out.splitlines()
     table = [line for line in lines[max(i for i, line in enumerate(lines) if line.startswith("| encoder")):]
              if line.startswith("| ")]  # the tool's table, after the study's
     assert [row.split(" | ")[0] for row in table[1:]] == [
         "| BERT", "| ELECTRA, generator 0.25", "| ELECTRA, generator 0.125", "| ELECTRA, 3x its steps"]
-    assert table[1].endswith("| 0.500 | - |") and all(row.endswith("| 0.500 | 0.500 |") for row in table[2:])
+    assert table[1].endswith("| 0.700 | - |") and all(row.endswith("| 0.600 | 0.900 |") for row in table[2:])
     # A rerun continues: nothing is run again.
     done = len(stand_ins)
     assert load_tool("electra_vs_bert").main(argv) == 0

@@ -4,7 +4,7 @@
     python tools/build_docs.py generate             # only write the generated pages into docs/
     python tools/build_docs.py collect quickstart quickstart_run     # take a new run's results
     python tools/build_docs.py collect benchmarks bench.json
-    python tools/build_docs.py collect objectives-study runs/objectives_study   # + smaller_budget/results.json
+    python tools/build_docs.py collect objectives-study runs/objectives_study   # + task/*.csv, report.md
     mkdocs serve                                    # preview; the hook in mkdocs.yml generates the pages too
 
 Generated (not committed): docs/changelog.md (a copy of CHANGELOG.md, so that

@@ -44,6 +44,7 @@ class Result:
     files: dict  # file name -> required key paths ("a.b", "rows[].x": every element of a list)
     plots: tuple = ()
     optional_files: dict = dataclasses.field(default_factory=dict)  # as `files`, read where the run has them
+    extras: tuple = ()  # other files of the run, copied as they are where the run has them
 
 
 QUICKSTART_FILES = {
@@ -80,10 +81,9 @@ RESULTS = {
     ),
     "objectives-study": Result(
         "objectives-study", "Objectives study", "keras-bert-app study objectives", "objectives_study",
-        {"results.json": ("recipe", "parameters_random")},
+        {"results.json": ("recipe", "settings", "runtime_seconds")},  # runtime_seconds: written when it ends
         plots=("report.png",),
-        # The same study at a smaller --budget-steps, placed in the run folder before `collect`: the steps ablation.
-        optional_files={"smaller_budget/results.json": ("recipe", "parameters_random", "settings.budget_steps")},
+        extras=("task/train.csv", "task/dev.csv", "report.md"),  # the study's task, kept with its results
     ),
     "chinese-masking": Result(
         "chinese-masking", "Chinese masking study", "python tools/chinese_masking_study.py", "chinese_masking",
@@ -212,7 +212,7 @@ def collect(name, source, data_dir=DATA, command=None):
         for arm in ("", *(f"{arm}/" for arm in ("token", "whole_word", "ngram") if name == "chinese-masking")):
             for entry in stage_files(source / arm) if (source / arm / "stages").is_dir() else []:
                 pairs.setdefault(arm + entry, source / arm / entry)
-        for extra in ("quickstart.json", *result.plots):
+        for extra in ("quickstart.json", *result.plots, *result.extras):
             if (source / extra).is_file():
                 pairs.setdefault(extra, source / extra)
     for entry, path in pairs.items():

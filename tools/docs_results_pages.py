@@ -382,61 +382,46 @@ def quickstart(result, files, provenance, folder):
 
 
 def objectives_study(result, files, provenance, folder):
-    from keras_bert_app.demo.objectives_study_report import budget_ablation, context_cell, reading
+    from keras_bert_app.demo import objectives_study_report as report
+    from keras_bert_app.demo.objectives_study_settings import STUDY_VERSION
 
     data = files["results.json"]
-    arms = [key.removeprefix("probe_") for key in data if key.startswith("probe_")]
-    if not arms:
+    settings = data["settings"]
+    if settings.get("version") != STUDY_VERSION:  # the first version's findings do not hold: no figures from it
+        return "\n\n".join([
+            "# Objectives study",
+            f"The committed run is of the study's version {settings.get('version', 1)}; this is version "
+            f"{STUDY_VERSION}. That version's findings are withdrawn, not shown: its sentence-order records leaked "
+            "their label through where each segment was cut, its word-order task could be solved by a surface rule "
+            "(terminal punctuation), its arms ran at rates not tuned alike (ELECTRA's discriminator did not train), "
+            "and each arm had one pretraining run. Run `keras-bert-app study objectives` and collect it "
+            "(`python tools/build_docs.py collect objectives-study runs/objectives_study`) for this version's page.",
+            _provenance(result, provenance.get("command"), None, None, provenance),
+        ]) + "\n"
+    if not data.get("selected") or not data.get("finetune") or not report.finetuned(data, "random"):
         raise results_data.ResultsError(f"docs/results/data/{result.folder}/results.json: an unfinished study "
-                                        "(no probe_* results); run it to the end and collect it again")
-    header = ["encoder", "steps", "peak learning rate", "step time (s)", "peak memory (MiB)", "encoder parameters",
-              "fine-tuned dev accuracy (mean)", "std", "per seed", "probe [CLS]", "probe mean",
-              "which token fits (true over a frequency-drawn fake; 0.5: frequencies only)"]
-    rows, seeds = [], set()
-    for arm in arms:
-        tuned = sorted(((int(key.rsplit("_", 1)[1]), value) for key, value in data.items()
-                        if re.fullmatch(rf"finetune_{re.escape(arm)}_\d+", key)))
-        seeds.update(seed for seed, _ in tuned)
-        accuracies = [value for _, value in tuned]
-        run = data.get(f"pretrain_{arm}")
-        parameters = (run or {}).get("parameters") or (data["parameters_random"] if run is None else {})
-        rate = run.get("learning_rate") if run else None
-        rows.append([arm, run["steps"] if run else 0, f"{rate:g}" if rate else "-",
-                     _number(run.get("run_step_time") if run else None, 3),
-                     _number(run.get("peak_rss_mib") if run else None, 0),
-                     f"{parameters['encoder']:,}" if "encoder" in parameters else "-",
-                     *_mean_std(accuracies), ", ".join(_number(a, 4) for a in accuracies),
-                     _number(data[f"probe_{arm}"]["cls"], 4), _number(data[f"probe_{arm}"]["mean"], 4),
-                     context_cell(data, arm)])
-    settings = data.get("settings", {})
+                                        "(no fine-tuned random encoder); run it to the end and collect it again")
     command = data.get("command") or (
-        f"keras-bert-app study objectives --budget-steps {settings.get('budget_steps')} "
-        f"--seeds {','.join(map(str, sorted(seeds)))}")
-    recipe = data["recipe"]
-
-    objectives = [arm for arm in arms if f"pretrain_{arm}" in data]
+        f"keras-bert-app study objectives --budget-steps {settings['budget_steps']} --learning-rates "
+        f"{','.join(f'{rate:g}' for rate in settings['learning_rates'])} --pretraining-seeds "
+        f"{','.join(map(str, report.pretraining_seeds(data)))}")
+    runtime = (f"Runtime: {data.get('runtime_seconds', 0) / 60:.0f} min over {len(data.get('call_seconds', []))} "
+               f"call(s), on a machine shared with other work (load average at the end "
+               f"{data.get('load_average', ['?'])[0]}).")
     return "\n\n".join([
         "# Objectives study",
-        "BERT (`mlm_nsp`, static NSP records), RoBERTa-style (`mlm` on full sentences masked at every step), "
-        "ALBERT-style (`mlm_sop`, shared layers, E=128) and ELECTRA (its reference recipe) pretrained with the same "
-        f"pretraining FLOPs ({settings.get('budget_steps')} BERT steps each), each at its paper's peak rate at this "
-        "batch (the masked-LM arms at 10 times it: `objectives_study_settings.py` says why), on the quickstart's "
-        "data, tokenizer and "
-        "encoder size; then each encoder, and the random one BERT started from, fine-tuned with its family's head "
-        "and recipe on a word-order task (is a sentence in its own word order?) with the same seeds, and probed on "
-        "its frozen features. "
-        f"Recipe: sequences of {recipe.get('sequence_length')}, batch {recipe.get('batch_size')}.",
+        "BERT, its own ablations (Table 5: No NSP, left-to-right; Table 8: masking procedures) and its successors "
+        "(RoBERTa-, ALBERT-style, ELECTRA) pretrained at equal FLOPs on one pipeline, each arm's rate tuned on its "
+        "own held-out pretraining metric, replicated over pretraining and fine-tuning seeds. The task's files "
+        f"(`task/train.csv`, `task/dev.csv`) are in `docs/results/data/{result.folder}/`.",
         _provenance(result, provenance.get("command") or command, data.get("machine"), data.get("versions"),
                     provenance),
-        _table(header, rows),
-        reading(data, objectives, sorted(seeds)) if objectives and "random" in arms and "bag_of_words" in data else "",
-    ] + ([] if "smaller_budget/results.json" not in files else [
-        "## Steps ablation: the same study at a smaller budget",
-        f"`keras-bert-app study objectives --budget-steps "
-        f"{files['smaller_budget/results.json']['settings']['budget_steps']}` beside the run above"
-        f"{' (the same recipe)' if files['smaller_budget/results.json']['recipe'] == recipe else ', another recipe'}.",
-        budget_ablation(files["smaller_budget/results.json"], data),
-    ])) + "\n"
+        report.setup(data), "**Rules.** " + report.RULES,
+        report.table(data), report.reading(data),
+        "## The paper's directions at this scale", report.directions_table(data),
+        "## Rate sweep: held-out pretraining metric at each rate (first pretraining seed)", report.sweep_table(data),
+        runtime,
+    ]) + "\n"
 
 
 DISTILLATION_ARMS = {

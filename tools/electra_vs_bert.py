@@ -2,7 +2,7 @@
 
 Runs the objectives study's BERT and ELECTRA arms (`kba.study_objectives`:
 each with its paper's data, masking and recipe, the same pretraining FLOPs
-by the bench's FLOP model, the word-order task, fine-tuning over seeds and
+by the bench's FLOP model, the topic task, fine-tuning over seeds and
 the frozen-feature probe), then ELECTRA again:
 - with each `--generator-sizes` (a fraction of the discriminator's width;
   the paper's best is 1/4 to 1/2, and a generator too strong or too weak
@@ -22,7 +22,6 @@ discriminator: its AUC on frequency-drawn fakes). Prints a Markdown table
 """
 
 import argparse
-import dataclasses
 import json
 import pathlib
 import sys
@@ -30,8 +29,14 @@ import sys
 from keras_bert_app import presets
 from keras_bert_app.benchmark.flops import model_flops
 from keras_bert_app.demo import objectives_study_runs as runs
-from keras_bert_app.demo.objectives_study import equal_flops_steps, flops_per_step, learning_rate, study_objectives
-from keras_bert_app.demo.objectives_study_report import mean_interval, proportion_interval
+from keras_bert_app.demo.objectives_study import (
+    equal_flops_steps,
+    finetune_key,
+    flops_per_step,
+    run_key,
+    study_objectives,
+)
+from keras_bert_app.demo.objectives_study_report import mean_interval, proportion_interval, pretraining_seeds
 from keras_bert_app.models.electra_generator import generator_config
 from keras_bert_app.training.pretraining_inputs import records_shape
 
@@ -40,22 +45,27 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--output", required=True, type=pathlib.Path, help="folder of this comparison (created)")
     parser.add_argument("--quickstart-run", type=pathlib.Path, default=None, help="a finished quickstart folder")
-    parser.add_argument("--budget-steps", type=int, default=1500, help="pretraining FLOPs: those of this many BERT steps")
-    parser.add_argument("--seeds", default="0,1,2,3,4")
-    parser.add_argument("--generator-sizes", default="0.125,0.5", help="ELECTRA generator sizes of the ablation")
-    parser.add_argument("--steps-factors", default="", help="ELECTRA runs of these multiples of its own steps")
+    parser.add_argument("--budget-steps", type=int, default=200,
+                        help="pretraining FLOPs: those of this many BERT steps (default: %(default)s)")
+    parser.add_argument("--seeds", default="0,1,2", help="fine-tuning seeds (default: %(default)s)")
+    parser.add_argument("--generator-sizes", default="0.125,0.5",
+                        help="ELECTRA generator sizes of the ablation (default: %(default)s)")
+    parser.add_argument("--steps-factors", default="",
+                        help="ELECTRA runs of these multiples of its own steps (default: none)")
     args = parser.parse_args(argv)
     seeds = [int(seed) for seed in args.seeds.split(",")]
     study = study_objectives(args.output, quickstart_run=args.quickstart_run, budget_steps=args.budget_steps,
-                             seeds=seeds, objectives=["bert", "electra"])
+                             seeds=seeds, pretraining_seeds=[0], objectives=["bert", "electra"])
     results = study["results"]
+    first = pretraining_seeds(results)[0]
+    rate = results["selected"]["electra"]["learning_rate"]  # the study's, selected on held-out AUC
     base = args.quickstart_run or args.output / "quickstart"
     recipe = runs.Recipe(**results["recipe"])
     model_preset, task = base / "model_preset", args.output / "task"
     path = args.output / "ablation.json"
     ablation = json.loads(path.read_text()) if path.is_file() else {}
-    budget = results["pretrain_bert"]["flops"]
-    electra_steps = results["pretrain_electra"]["steps"]
+    budget = results["plan"]["bert"]["steps"] * results["plan"]["bert"]["flops_per_step"]
+    electra_steps = results["plan"]["electra"]["steps"]
     variants = {}  # name: (title, generator size or None for the study's, steps)
     for size in _numbers(args.generator_sizes):
         generator = generator_config(presets.read_config(model_preset)["encoder"], size)
@@ -74,12 +84,9 @@ def main(argv=None):
             entry.clear()
             entry["steps"] = steps
             run_dir = args.output / "ablation" / name
-            runs.pretrain_in_child({"objective": "electra", "preset": str(model_preset),
-                                    "data": str(base / "data" / "corpus.txt"), "run_dir": str(run_dir),
-                                    "steps": steps, "recipe": dataclasses.asdict(recipe), "source": "corpus",
-                                    "pairing": "segments", "generator_size": size,
-                                    "learning_rate": learning_rate("electra", recipe.batch_size),
-                                    "max_predictions": records_shape(str(base / "pretraining_data" / "*.tfrecord"))[1]})
+            runs.pretrain_arm("electra", str(model_preset), str(base / "data" / "corpus.txt"), str(run_dir), steps,
+                              recipe, source="corpus", pairing="segments", generator_size=size, learning_rate=rate,
+                              max_predictions=records_shape(str(base / "pretraining_data" / "*.tfrecord"))[1])
             entry["final"] = runs.last_metrics(run_dir)
             path.write_text(json.dumps(ablation, indent=2) + "\n")
         for seed in seeds:
@@ -97,9 +104,9 @@ def main(argv=None):
           "frequency-drawn fakes |\n|---|---:|---:|---:|---:|---:|")
     for title, (name, entry) in rows.items():
         if entry is None:
-            entry = {"steps": results[f"pretrain_{name}"]["steps"], "probe": results[f"probe_{name}"],
-                     "context": results.get(f"context_{name}", {}),
-                     **{f"finetune_{seed}": results[f"finetune_{name}_{seed}"] for seed in seeds}}
+            run = results["pretraining"][run_key(name, first, results["selected"][name]["learning_rate"])]
+            entry = {"steps": run["steps"], "probe": results["probe"][f"{name}_p{first}"], "context": run["heldout"],
+                     **{f"finetune_{seed}": results["finetune"][finetune_key(name, first, seed)] for seed in seeds}}
         mean, half = mean_interval([entry[f"finetune_{seed}"] for seed in seeds])
         probe, context = entry["probe"], entry["context"]
         fits = f"{context['prefers_true']:.3f}" if "prefers_true" in context else "-"

@@ -1,8 +1,8 @@
-"""`keras-bert-app study objectives`: BERT, RoBERTa-, ALBERT-style and ELECTRA at equal pretraining FLOPs.
+"""`keras-bert-app study objectives`: BERT, its ablations and its successors at equal pretraining FLOPs.
 
-    keras-bert-app study objectives                                    # about 2.5 hours on 2 idle CPU cores
+    keras-bert-app study objectives                                    # hours on 2 busy CPU cores: see --help
     keras-bert-app study objectives --quickstart-run quickstart_run --output runs/objectives_study
-    keras-bert-app study objectives --budget-steps 1500 --seeds 0,1,2,3,4,5,6,7 --objectives bert,electra
+    keras-bert-app study objectives --budget-steps 1000 --seeds 0,1,2,3,4 --objectives bert,electra
 
 Calls `kba.study_objectives` (keras_bert_app/demo/objectives_study.py says
 what each stage does): writes `results.json`, `report.md` and `report.png`
@@ -20,11 +20,14 @@ def add_arguments(parser):
 
     studies = parser.add_subparsers(dest="study", metavar="STUDY", required=True)
     sub = studies.add_parser(
-        "objectives", help="BERT's successors at equal pretraining FLOPs on the quickstart's data",
-        description="Pretrain BERT (mlm_nsp, static nsp records), RoBERTa-style (mlm, full sentences masked at every "
-        "step), ALBERT-style (mlm_sop, shared layers, E=128) and ELECTRA (its reference recipe) with the same "
-        "pretraining FLOPs on the quickstart's data, then fine-tune (several seeds) and probe each, the random "
-        "encoder and a bag of words on a word-order task; report.md, report.png and results.json.",
+        "objectives", help="BERT's ablations and successors at equal pretraining FLOPs on the quickstart's data",
+        description="Pretrain each arm with the same pretraining FLOPs on the quickstart's data, each at the rate of "
+        "one grid that scores best on its own held-out pretraining metric, at several pretraining seeds; then "
+        "fine-tune (several seeds each) and probe each, the random encoders, and the majority-class, bag-of-words "
+        "and surface-feature baselines on BBC topic classification from few labels; report.md, report.png, "
+        f"results.json and the task's train.csv/dev.csv. Runtime: {d.runtime_line()}; a rerun continues an "
+        "interrupted study. Arms: " + "; ".join(f"{name} ({arm.title}: {arm.description})"
+                                                for name, arm in d.ARMS.items()) + ".",
     )
     sub.add_argument("--output", default=d.DEFAULT_OUTPUT, help="folder of the study (default: %(default)s)")
     sub.add_argument(
@@ -33,11 +36,17 @@ def add_arguments(parser):
         "used (default: built in OUTPUT/quickstart as the quickstart builds them)",
     )
     sub.add_argument("--budget-steps", type=int, default=d.DEFAULT_BUDGET_STEPS,
-                     help="pretraining FLOPs of each objective: those of this many BERT steps (default: %(default)s)")
+                     help=f"pretraining FLOPs of each objective: those of this many BERT steps, at least "
+                     f"{d.MIN_BUDGET_STEPS} (default: %(default)s)")
     # Equal time was replaced by equal FLOPs: the old flag parses, and is refused in one line naming the new one.
     sub.add_argument("--minutes", type=float, default=None, help=argparse.SUPPRESS)
     sub.add_argument("--seeds", default=",".join(map(str, d.DEFAULT_SEEDS)),
-                     help="comma-separated fine-tuning seeds (default: %(default)s)")
+                     help="comma-separated fine-tuning seeds, for each pretraining seed (default: %(default)s)")
+    sub.add_argument("--pretraining-seeds", default=",".join(map(str, d.DEFAULT_PRETRAINING_SEEDS)),
+                     help="comma-separated pretraining seeds; the first runs the rate sweep (default: %(default)s)")
+    sub.add_argument("--learning-rates", default=",".join(f"{rate:g}" for rate in d.LEARNING_RATES),
+                     help="comma-separated peak pretraining rates, the one grid every arm is swept over "
+                     "(default: %(default)s)")
     sub.add_argument("--objectives", default=",".join(d.ARMS),
                      help=f"comma-separated, of {', '.join(d.ARMS)} (default: all)")
 
@@ -50,13 +59,17 @@ def run(args):
         raise errors.ArgumentError(
             "minutes", "--minutes (equal pretraining time) was replaced by --budget-steps: every objective now gets "
             "the pretraining FLOPs of that many BERT steps.")
-    try:
-        seeds = [int(seed) for seed in comma_separated(args.seeds)]
-    except ValueError:
-        raise errors.ArgumentError("seeds", f"--seeds must be comma-separated integers; got {args.seeds!r}.") from None
+    numbers = {}
+    for flag, kind in (("seeds", int), ("pretraining_seeds", int), ("learning_rates", float)):
+        value = getattr(args, flag)
+        try:
+            numbers[flag] = [kind(item) for item in comma_separated(value)]
+        except ValueError:
+            raise errors.ArgumentError(flag, f"--{flag.replace('_', '-')} must be comma-separated "
+                                       f"{'integers' if kind is int else 'numbers'}; got {value!r}.") from None
     result = study_objectives(
-        args.output, quickstart_run=args.quickstart_run, budget_steps=args.budget_steps, seeds=seeds,
-        objectives=comma_separated(args.objectives), log=print,
+        args.output, quickstart_run=args.quickstart_run, budget_steps=args.budget_steps,
+        objectives=comma_separated(args.objectives), log=print, **numbers,
     )
     print(f"\nDone. Report: {result['report']}")
     return 0

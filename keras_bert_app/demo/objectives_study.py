@@ -1,29 +1,34 @@
-"""`kba.study_objectives`: BERT and its successors pretrained at equal FLOPs, each as its paper ran it, then compared.
+"""`kba.study_objectives`: BERT, its ablations and its successors pretrained at equal FLOPs, tuned alike, replicated.
 
     kba.study_objectives("runs/objectives_study")
-    kba.study_objectives("runs/objectives_study", quickstart_run="quickstart_run", budget_steps=3000)
+    kba.study_objectives("runs/objectives_study", quickstart_run="quickstart_run", budget_steps=400)
 
 On the quickstart's data (BBC News: the training articles' `corpus.txt`,
 the WordPiece vocabulary learned from them) and its encoder size
-(`bert_tiny_uncased`, L=2, H=128), four pretraining objectives (`ARMS`),
-each with its own paper's data, masking and recipe:
+(`bert_tiny_uncased`, L=2, H=128), the arms of `ARMS`, each with its
+paper's data, masking and optimizer (`objectives_study_settings.py`):
+BERT, its Table 5 ablations (No NSP; left-to-right and No NSP), its
+Table 8 masking procedures (100/0/0 and 80/20/0 beside 80/10/10, on the
+RoBERTa-style arm), RoBERTa-, ALBERT-style and ELECTRA.
 
-    bert     mlm_nsp on `nsp` records (static masks), BERT's rate
-    roberta  mlm on the corpus packed into full sentences, masked anew at every step, no NSP
-    albert   mlm_sop on `sop` records, one set of layer weights shared by all layers, E=128
-    electra  electra on the corpus packed into plain segments, masked at every step, its reference
-             recipe (rate scaled to the batch, warmup share, zero output bias)
+1. Every arm gets the pretraining FLOPs of `budget_steps` BERT steps
+   (`benchmark.flops.model_flops`; an arm with costlier steps runs fewer).
+2. Rates: every arm runs each rate of one grid (`learning_rates`) on the
+   first pretraining seed; its rate is the one that scores best on its own
+   held-out pretraining metric on the dev articles (`evaluation.token_context`:
+   masked-LM loss, ELECTRA's discriminator AUC, left-to-right next-token
+   loss), never on the task. That run is the first seed's run.
+3. The other pretraining seeds (fresh initial weights, data order and
+   masks) at the selected rate.
+4. The task (`objectives_study_task`: the topic of an article from few
+   labels): each pretrained encoder and the random ones it started from are
+   fine-tuned with each fine-tuning seed and probed on frozen features;
+   the majority class, a bag of words and surface features are the
+   baselines.
 
-Every arm gets the same pretraining FLOPs, those of `budget_steps` BERT
-steps (`benchmark.flops.model_flops`), so an arm with costlier steps runs
-fewer of them. Then each encoder, the random one it started from, and a bag
-of words are scored on a task where pretraining matters
-(`objectives_study_task`): fine-tuned with the family's head for each seed,
-and a linear probe on frozen features. Each pretrained arm is also asked
-which token fits a masked slot of held-out articles beyond the word
-frequencies (`evaluation.token_context`): what ELECTRA's discriminator needs
-to learn at all. `report.md` gives means with 95% t-intervals;
-`results.json` keeps every figure, so a rerun continues.
+`report.md` gives the table and a reading computed by stated rules
+(`objectives_study_report`); `results.json` keeps every run, so a rerun of
+the same command continues where it stopped.
 """
 
 import dataclasses
@@ -31,7 +36,7 @@ import json
 import os
 import pathlib
 import shutil
-import statistics
+import time
 from collections.abc import Callable, Sequence
 
 from keras_bert_app import errors
@@ -40,15 +45,23 @@ from keras_bert_app.demo import settings as defaults
 from keras_bert_app.demo.objectives_study_runs import Recipe
 from keras_bert_app.demo.objectives_study_settings import (
     ARMS,
-    BAG_OF_WORDS,
     DEFAULT_BUDGET_STEPS,
     DEFAULT_OUTPUT,
+    DEFAULT_PRETRAINING_SEEDS,
     DEFAULT_SEEDS,
+    FINETUNE_BATCH_SIZE,
+    FINETUNE_EPOCHS,
+    LEARNING_RATES,
+    MIN_BUDGET_STEPS,
+    PRETRAIN_BATCH_SIZE,
     QUICKSTART_PARTS,
     RANDOM,
     RESULTS_FILE,
+    SELECTION,
     STEP_MULTIPLE,
-    TASK_EXAMPLES,
+    STUDY_VERSION,
+    TASK_DEV_EXAMPLES,
+    TASK_LABELS_PER_CLASS,
 )
 from keras_bert_app.demo.stages import write_atomically
 
@@ -61,10 +74,12 @@ def study_objectives(
     quickstart_run: PathLike | None = None,
     budget_steps: int = DEFAULT_BUDGET_STEPS,
     seeds: Sequence[int] = DEFAULT_SEEDS,
+    pretraining_seeds: Sequence[int] = DEFAULT_PRETRAINING_SEEDS,
+    learning_rates: Sequence[float] = LEARNING_RATES,
     objectives: Sequence[str] = tuple(ARMS),
     log: Callable[[str], None] = print,
 ) -> dict:
-    """Pretrain each objective at equal FLOPs on the quickstart's data; fine-tune, probe and report.
+    """Sweep, pretrain (replicated), fine-tune, probe and report each objective at equal FLOPs.
 
     Args:
         output: str or path. Folder of the study (created; a rerun with the
@@ -73,35 +88,39 @@ def study_objectives(
             quickstart` folder whose data, vocabulary, initial model and
             `nsp` records are used (None: they are built in
             `output/quickstart/` as the quickstart builds them).
-        budget_steps: int > 0. The pretraining FLOPs of every arm: those of
-            this many BERT steps at the quickstart's batch and length.
-        seeds: ints. Fine-tuning seeds (mean and 95% t-interval).
-        objectives: names from `ARMS` ("bert", "roberta", "albert", "electra").
+        budget_steps: int >= `MIN_BUDGET_STEPS`. The pretraining FLOPs of
+            every arm: those of this many BERT steps.
+        seeds: ints. Fine-tuning seeds, for each pretraining seed.
+        pretraining_seeds: ints. Pretraining seeds (initial weights, data
+            order, masks); the first runs the rate sweep.
+        learning_rates: floats > 0. The one grid of peak rates every arm is
+            swept over.
+        objectives: names from `ARMS`.
         log: callable taking one line of progress.
 
     Returns:
-        dict: `results` (as in `results.json`: each pretraining's FLOPs,
-        steps, seconds, peak memory, parameter counts and last metrics, each
-        fine-tuned accuracy and probe, the bag of words), `report` and
-        `plot` (pathlib.Path).
+        dict: `results` (as in `results.json`), `report` and `plot`
+        (pathlib.Path).
 
     Raises:
         keras_bert_app.errors.ArgumentTypeError: an argument of the wrong type.
         keras_bert_app.errors.ArgumentError: an unknown objective, a budget
-            below 1, no seeds, an output folder that cannot be written.
+            too small to sweep, no seeds or rates, an output folder that
+            cannot be written.
         keras_bert_app.errors.MissingFileError: a `quickstart_run` without the
             parts the study reads.
         keras_bert_app.errors.OutputExistsError: `output` holds something
-            else, or a study with other settings.
+            else, a study with other settings, or one of another version.
     """
-    import time
-
     started = time.monotonic()
-    output, base, budget_steps, seeds, objectives = _check_arguments(output, quickstart_run, budget_steps, seeds,
-                                                                     objectives)
-    settings = {"quickstart_run": str(base.resolve()) if quickstart_run is not None else None,
-                "budget_steps": budget_steps}
+    output, base, budget_steps, seeds, pretraining_seeds, rates, objectives = _check_arguments(
+        output, quickstart_run, budget_steps, seeds, pretraining_seeds, learning_rates, objectives)
+    settings = {"version": STUDY_VERSION, "quickstart_run": str(base.resolve()) if quickstart_run is not None else None,
+                "budget_steps": budget_steps, "learning_rates": list(rates)}
     results = _open_results(output, settings)
+    results.setdefault("pretraining", {})
+    results.setdefault("finetune", {})
+    results.setdefault("probe", {})
 
     def save():
         write_atomically(output / RESULTS_FILE, json.dumps(results, indent=2) + "\n")
@@ -109,55 +128,70 @@ def study_objectives(
     save()
     if quickstart_run is None:
         build_quickstart_data(base, log)
-    recipe = Recipe.from_quickstart(json.loads((base / defaults.SETTINGS_FILE).read_text()))
+    recipe = dataclasses.replace(Recipe.from_quickstart(json.loads((base / defaults.SETTINGS_FILE).read_text())),
+                                 batch_size=PRETRAIN_BATCH_SIZE, finetune_epochs=FINETUNE_EPOCHS,
+                                 finetune_batch_size=FINETUNE_BATCH_SIZE)
     results["recipe"] = dataclasses.asdict(recipe)
+    task = _task(base, output, recipe.seed, results, save)
     data = {arm: _arm_data(base, output, ARMS[arm], recipe, log) for arm in objectives}
-    presets = {arm: _initial_preset(base, output, arm, recipe.seed, log) for arm in objectives}
-    _pretrain_all(output, base, results, save, objectives, data, presets, recipe, budget_steps, log)
-    task = _task(base, output, recipe.seed)
-    if BAG_OF_WORDS not in results:
-        from keras_bert_app.demo.objectives_study_task import bag_of_words_accuracy
-
-        results[BAG_OF_WORDS] = bag_of_words_accuracy(task / "train.csv", task / "dev.csv")
+    plan = _plan(base, output, objectives, recipe, budget_steps, pretraining_seeds[0], log)
+    results["plan"] = {arm: {"steps": steps, "flops_per_step": step} for arm, (step, steps) in plan.items()}
+    context = {"output": output, "base": base, "results": results, "save": save, "recipe": recipe, "data": data,
+               "plan": plan, "log": log}
+    for arm in objectives:  # 2. the sweep on the first pretraining seed
+        for rate in rates:
+            _pretrain(context, arm, pretraining_seeds[0], rate)
+        results.setdefault("selected", {})[arm] = select_rate(results, arm, pretraining_seeds[0], rates)
         save()
-    _evaluate_all(output, base, task, results, save, objectives, recipe, seeds, log)
+    for seed in pretraining_seeds[1:]:  # 3. the other seeds at each arm's rate
+        for arm in objectives:
+            _pretrain(context, arm, seed, results["selected"][arm]["learning_rate"])
+    _evaluate_all(context, task, objectives, seeds, pretraining_seeds)
     from keras_bert_app.demo.objectives_study_report import write_plot, write_report
 
-    rows = [*objectives, RANDOM]
-    # Each call's seconds (a study resumed or extended takes several); the study's runtime is their sum.
-    calls = results.setdefault("call_seconds", [results["runtime_seconds"]] if "runtime_seconds" in results else [])
+    calls = results.setdefault("call_seconds", [])
     calls.append(round(time.monotonic() - started, 1))
     results["runtime_seconds"] = round(sum(calls), 1)
     results["load_average"] = [round(value, 2) for value in os.getloadavg()]
     save()
-    report = write_report(output / "report.md", results, rows, seeds, log)
-    plot = write_plot(output / "report.png", results, rows, seeds)
+    report = write_report(output / "report.md", results, log)
+    plot = write_plot(output / "report.png", results)
     log(f"Report: {report}, plot: {plot} ({results['runtime_seconds'] / 60:.1f} min)")
     return {"results": results, "report": report, "plot": plot}
 
 
-def _check_arguments(output, quickstart_run, budget_steps, seeds, objectives):
+def _check_arguments(output, quickstart_run, budget_steps, seeds, pretraining_seeds, learning_rates, objectives):
     output = errors.check_path("output", output)
     errors.check_int("budget_steps", budget_steps, minimum=1)
-    errors.check_type("seeds", seeds, (list, tuple), "a list of ints")
-    if not seeds:
-        raise errors.ArgumentError("seeds", "seeds: give at least one fine-tuning seed.")
-    seeds = tuple(errors.check_int("seeds", seed) for seed in seeds)
+    if budget_steps < MIN_BUDGET_STEPS:
+        raise errors.ArgumentError(
+            "budget_steps", f"budget_steps {budget_steps}: too small to sweep the rates (at least {MIN_BUDGET_STEPS} "
+            "BERT steps, or every arm takes a handful of steps and the sweep compares noise).")
+    checked = []
+    for name, values in (("seeds", seeds), ("pretraining_seeds", pretraining_seeds)):
+        errors.check_type(name, values, (list, tuple), "a list of ints")
+        if not values:
+            raise errors.ArgumentError(name, f"{name}: give at least one seed.")
+        checked.append(tuple(dict.fromkeys(errors.check_int(name, seed) for seed in values)))
+    errors.check_type("learning_rates", learning_rates, (list, tuple), "a list of numbers")
+    if not learning_rates or any(not isinstance(rate, (int, float)) or not rate > 0 for rate in learning_rates):
+        raise errors.ArgumentError("learning_rates", f"learning_rates: give positive numbers; got {learning_rates!r}.")
     errors.check_type("objectives", objectives, (list, tuple), "a list of names")
     if not objectives:
         raise errors.ArgumentError("objectives", f"objectives: give at least one of {list(ARMS)}.")
     for name in objectives:
         errors.check_choice("objectives", name, tuple(ARMS))
     objectives = tuple(dict.fromkeys(objectives))
+    rates = tuple(float(rate) for rate in learning_rates)
     if quickstart_run is None:
-        return output, output / "quickstart", budget_steps, seeds, objectives
+        return output, output / "quickstart", budget_steps, *checked, rates, objectives
     base = errors.check_path("quickstart_run", quickstart_run)
     missing = [part for part in QUICKSTART_PARTS if not list(base.glob(part))]
     if missing:
         raise errors.MissingFileError(
             "quickstart_run", f"quickstart_run {base}: not a finished quickstart folder, it lacks {', '.join(missing)} "
             "(run `keras-bert-app quickstart --output FOLDER` first, or leave --quickstart-run out).")
-    return output, base, budget_steps, seeds, objectives
+    return output, base, budget_steps, *checked, rates, objectives
 
 
 def _open_results(output, settings):
@@ -169,9 +203,14 @@ def _open_results(output, settings):
         raise errors.ArgumentError("output", f"output {output}: cannot write there ({error.strerror or error}).") from None
     if path.is_file():
         results = json.loads(path.read_text())
-        if results.get("settings") != settings:
+        found = results.get("settings", {})
+        if found.get("version") != STUDY_VERSION:
             raise errors.OutputExistsError(
-                f"{output} holds a study with other settings ({results.get('settings')} there, {settings} now): "
+                f"{output} holds a study of another version ({found.get('version', 1)}; this is {STUDY_VERSION}): "
+                "its runs do not mean the same; pass a new output folder.")
+        if found != settings:
+            raise errors.OutputExistsError(
+                f"{output} holds a study with other settings ({found} there, {settings} now): "
                 "rerun with the same options to continue it, or pass a new output folder.")
         return results
     if any(output.iterdir()):
@@ -234,13 +273,13 @@ def _records(base, output, pairing, recipe, log):
     return str(folder / "*.tfrecord")
 
 
-def _initial_preset(base, output, arm, seed, log):
-    """The weights `arm` starts from: the quickstart's initial model, or its config with the arm's encoder options."""
+def initial_preset(base: pathlib.Path, output: pathlib.Path, arm: str, seed: int, log=print) -> pathlib.Path:
+    """The weights `arm` starts from at pretraining seed `seed`: the quickstart's config with the arm's encoder
+    options, freshly initialised from `seed` (`output/presets/ARM_seedSEED/`). `RANDOM` is BERT's."""
     model_preset = base / defaults.MODEL_PRESET_DIR
-    options = dict(ARMS[arm].encoder_options)
-    if not options:
-        return model_preset
-    folder = output / "presets" / arm
+    options = dict(ARMS["bert" if arm == RANDOM else arm].encoder_options)
+    name = "bert" if arm == RANDOM or not options else arm  # arms with the quickstart's config share its weights
+    folder = output / "presets" / f"{name}_seed{seed}"
     if not (folder / "model.weights.h5").is_file():
         import keras
 
@@ -252,7 +291,8 @@ def _initial_preset(base, output, arm, seed, log):
         BertTokenizer.from_preset(model_preset).save_to_preset(folder)
         encoder = BertEncoder.from_preset(model_preset, load_weights=False, **options)
         encoder.save_to_preset(folder)  # last: its weights file marks the folder done
-        log(f"{folder}: the quickstart's config with {options}, freshly initialised, {encoder.count_params():,} parameters")
+        log(f"{folder}: the quickstart's config{f' with {options}' if options else ''}, initialised from seed {seed}, "
+            f"{encoder.count_params():,} parameters")
     return folder
 
 
@@ -269,80 +309,118 @@ def flops_per_step(arm: str, preset: pathlib.Path, recipe: Recipe) -> int:
     return flops
 
 
-def learning_rate(arm: str, batch_size: int) -> float:
-    """`arm`'s peak pretraining rate: its objective's default at `batch_size`, times the arm's `rate_factor`."""
-    from keras_bert_app.training.objectives import get_objective
-
-    return get_objective(ARMS[arm].objective).default_rate_at(batch_size) * ARMS[arm].rate_factor
-
-
 def equal_flops_steps(budget: float, step_flops: float, multiple: int = STEP_MULTIPLE) -> int:
     """Steps that spend `budget` FLOPs at `step_flops` each, rounded to a multiple of `multiple` (at least one)."""
     return max(multiple, round(budget / step_flops / multiple) * multiple)
 
 
-def _pretrain_all(output, base, results, save, objectives, data, presets, recipe, budget_steps, log):
-    from keras_bert_app.training.pretraining_inputs import records_shape
-
-    bert_step = flops_per_step("bert", base / defaults.MODEL_PRESET_DIR, recipe)
-    budget = budget_steps * bert_step
-    max_predictions = records_shape(str(base / "pretraining_data" / "*.tfrecord"))[1]
+def _plan(base, output, objectives, recipe, budget_steps, seed, log):
+    """arm -> (FLOPs per step, steps) at equal FLOPs: those of `budget_steps` BERT steps."""
+    budget = budget_steps * flops_per_step("bert", base / defaults.MODEL_PRESET_DIR, recipe)
     plan = {}
     for arm in objectives:
-        step = flops_per_step(arm, presets[arm], recipe)
-        plan[arm] = (step, equal_flops_steps(budget, step), learning_rate(arm, recipe.batch_size))
-    log(f"\nPlan at equal pretraining FLOPs ({budget / 1e12:.1f} TFLOPs each: {budget_steps} BERT steps, bench FLOP "
-        "model): " + "; ".join(f"{arm} {step / 1e9:.1f} GFLOPs/step -> {steps} steps at lr {rate:.3g}"
-                               for arm, (step, steps, rate) in plan.items()))
-    for arm in objectives:
-        key = f"pretrain_{arm}"
-        run_dir = output / "pretrain" / arm
-        step, steps, rate = plan[arm]
-        if results.get(key, {}).get("steps") != steps or results[key].get("learning_rate") != rate:
-            spec = ARMS[arm]
-            log(f"\n== Pretraining {arm} ({spec.description}): {steps} steps, {steps * step / 1e12:.1f} TFLOPs")
-            arguments = {"objective": spec.objective, "preset": str(presets[arm]), "data": data[arm],
-                         "run_dir": str(run_dir), "steps": steps, "recipe": dataclasses.asdict(recipe),
-                         "source": spec.source, "pairing": spec.pairing, "max_predictions": max_predictions,
-                         "learning_rate": rate}
-            measured = runs.pretrain_in_child(arguments, log=log)
-            results[key] = {"steps": steps, "flops_per_step": step, "flops": steps * step, "learning_rate": rate,
-                            **measured,
-                            "final": runs.last_metrics(run_dir),
-                            "parameters": runs.parameter_counts(spec.objective, run_dir / "preset")}
-        if "run_step_time" not in results[key]:  # the run's own pace
-            results[key]["run_step_time"] = statistics.median(runs.step_times(run_dir, recipe.tokens_per_step))
-        save()
+        step = flops_per_step(arm, initial_preset(base, output, arm, seed, log), recipe)
+        plan[arm] = (step, equal_flops_steps(budget, step))
+    log(f"\nPlan at equal pretraining FLOPs ({budget / 1e12:.2f} TFLOPs each: {budget_steps} BERT steps, bench FLOP "
+        "model): " + "; ".join(f"{arm} {step / 1e9:.1f} GFLOPs/step -> {steps} steps" for arm, (step, steps)
+                               in plan.items()))
+    return plan
 
 
-def _task(base, output, seed):
-    """The study's task files (`objectives_study_task`), written once in `output/task/`."""
-    from keras_bert_app.demo.objectives_study_task import write_word_order_task
+def run_key(arm: str, seed: int, rate: float) -> str:
+    """The key of one pretraining run in `results["pretraining"]` (and its folder under `pretrain/`)."""
+    return f"{arm}_seed{seed}_lr{rate:g}"
+
+
+def _pretrain(context, arm, seed, rate):
+    """One pretraining run of `arm` (skipped when `results.json` has it), then its held-out metrics."""
+    from keras_bert_app.training.pretraining_inputs import records_shape
+
+    results, output, recipe, log = context["results"], context["output"], context["recipe"], context["log"]
+    key = run_key(arm, seed, rate)
+    if key in results["pretraining"]:
+        return results["pretraining"][key]
+    step, steps = context["plan"][arm]
+    spec = ARMS[arm]
+    run_dir = output / "pretrain" / key
+    shutil.rmtree(run_dir, ignore_errors=True)  # an interrupted run starts again
+    preset = initial_preset(context["base"], output, arm, seed, log)
+    log(f"\n== Pretraining {arm} ({spec.description}), seed {seed}, lr {rate:g}: {steps} steps")
+    started = time.monotonic()
+    runs.pretrain_arm(spec.objective, preset, context["data"][arm], run_dir, steps,
+                      dataclasses.replace(recipe, seed=seed), source=spec.source, pairing=spec.pairing,
+                      max_predictions=records_shape(str(context["base"] / "pretraining_data" / "*.tfrecord"))[1],
+                      learning_rate=rate, options=dict(spec.pretrain_options), log=log)
+    seconds = time.monotonic() - started
+    heldout = runs.context_check(spec.objective, run_dir / "preset", context["base"] / "data" / "dev.csv",
+                                 recipe.sequence_length, log)
+    if arm not in results.setdefault("parameters", {}):
+        results["parameters"][arm] = runs.parameter_counts(spec.objective, run_dir / "preset")
+    results["pretraining"][key] = {
+        "arm": arm, "pretraining_seed": seed, "learning_rate": rate, "steps": steps, "flops_per_step": step,
+        "flops": steps * step, "seconds": round(seconds, 1), "final": runs.last_metrics(run_dir),
+        "heldout": heldout}
+    _release_memory()
+    context["save"]()
+    return results["pretraining"][key]
+
+
+def _release_memory():
+    import gc
+
+    import keras
+
+    keras.backend.clear_session()
+    gc.collect()
+
+
+def select_rate(results: dict, arm: str, seed: int, rates: Sequence[float]) -> dict:
+    """The rate of `rates` whose run of `arm` at `seed` scores best on the arm's held-out metric (`SELECTION`)."""
+    metric, higher = SELECTION[ARMS[arm].selection]
+    scored = [(results["pretraining"][run_key(arm, seed, rate)]["heldout"][metric], rate) for rate in rates]
+    value, rate = (max if higher else min)(scored)
+    return {"learning_rate": rate, "metric": metric, "value": value}
+
+
+def _task(base, output, seed, results, save):
+    """The study's task files (`objectives_study_task`), written once in `output/task/`, and their baselines."""
+    from keras_bert_app.demo import objectives_study_task as task
 
     folder = output / "task"
     if not (folder / "dev.csv").is_file():
-        write_word_order_task(base / "data", folder, TASK_EXAMPLES, seed)
+        task.write_topic_task(base / "data", folder, TASK_LABELS_PER_CLASS, TASK_DEV_EXAMPLES, seed)
+    if "baselines" not in results:
+        results["baselines"] = task.baselines(folder / "train.csv", folder / "dev.csv")
+        results["task"] = task.describe(folder)
+        save()
     return folder
 
 
-def _evaluate_all(output, base, task, results, save, objectives, recipe, seeds, log):
-    model_preset = base / defaults.MODEL_PRESET_DIR
-    encoders = {arm: output / "pretrain" / arm / "preset" for arm in objectives}
-    encoders[RANDOM] = model_preset
-    if "parameters_random" not in results:
-        results["parameters_random"] = runs.parameter_counts(None, model_preset)
-    for name, preset in encoders.items():
-        for seed in seeds:
-            key = f"finetune_{name}_{seed}"
-            if key not in results:
-                log(f"\n== Fine-tuning {name}, seed {seed}")
-                results[key] = runs.finetune_accuracy(preset, task, output / "finetune" / f"{name}_seed{seed}",
-                                                      seed, recipe, log)
+def finetune_key(name: str, pretraining_seed: int, seed: int) -> str:
+    return f"{name}_p{pretraining_seed}_f{seed}"
+
+
+def _evaluate_all(context, task, objectives, seeds, pretraining_seeds):
+    results, output, recipe, log, save = (context[name] for name in ("results", "output", "recipe", "log", "save"))
+    model_preset = context["base"] / defaults.MODEL_PRESET_DIR
+    for name in [*objectives, RANDOM]:
+        for pretraining_seed in pretraining_seeds:
+            if name == RANDOM:
+                preset = initial_preset(context["base"], output, RANDOM, pretraining_seed, log)
+            else:
+                rate = results["selected"][name]["learning_rate"]
+                preset = output / "pretrain" / run_key(name, pretraining_seed, rate) / "preset"
+            probe_key = f"{name}_p{pretraining_seed}"
+            if probe_key not in results["probe"]:
+                results["probe"][probe_key] = runs.probe_accuracies(preset, model_preset, task,
+                                                                    recipe.sequence_length, log)
                 save()
-        if f"probe_{name}" not in results:
-            results[f"probe_{name}"] = runs.probe_accuracies(preset, model_preset, task, recipe.sequence_length, log)
-            save()
-        if name != RANDOM and f"context_{name}" not in results:
-            results[f"context_{name}"] = runs.context_check(ARMS[name].objective, preset, base / "data" / "dev.csv",
-                                                            recipe.sequence_length, log)
-            save()
+            for seed in seeds:
+                key = finetune_key(name, pretraining_seed, seed)
+                if key not in results["finetune"]:
+                    log(f"\n== Fine-tuning {name}, pretraining seed {pretraining_seed}, seed {seed}")
+                    results["finetune"][key] = runs.finetune_accuracy(
+                        preset, task, output / "finetune" / key, seed, recipe, log)
+                    shutil.rmtree(output / "finetune" / key, ignore_errors=True)  # its checkpoints: not needed again
+                    _release_memory()
+                    save()

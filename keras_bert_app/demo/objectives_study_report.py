@@ -1,12 +1,58 @@
-"""The objectives study's `report.md` (table and reading, computed from `results.json`) and `report.png`."""
+"""The objectives study's `report.md` and `report.png`, computed from `results.json` by stated rules.
+
+The rules (`RULES`, printed on the page):
+- An arm "did not train" when its held-out pretraining metric shows no
+  learning: ELECTRA's discriminator AUC on frequency-drawn fakes below
+  `TRAINED_AUC` on a pretraining seed; a masked-LM or left-to-right head
+  whose top-1 on held-out text is not above the unigram baseline's beyond
+  its 95% Wilson interval on a pretraining seed. It gets no ranking.
+- Fine-tuned accuracy: mean and 95% t-interval over every (pretraining
+  seed, fine-tuning seed) run. Probe and baselines: 95% Wilson interval
+  over the dev examples.
+- An arm is "ahead" of the baselines only when its interval's lower end
+  is above the strongest baseline's upper end.
+- Two arms differ ("beyond the intervals") only when their means are
+  further apart than the sum of their half-widths; else "within".
+"""
 
 import math
 import pathlib
 import statistics
 from collections.abc import Callable, Sequence
 
-from keras_bert_app.demo.objectives_study_settings import ARMS, BAG_OF_WORDS, MLM_RATE_FACTOR, RANDOM
+from keras_bert_app.demo.objectives_study_settings import ARMS, BASELINES, RANDOM, SELECTION, TRAINED_AUC
 from keras_bert_app.extras import require
+
+RULES = (
+    f"An arm did not train when its held-out pretraining metric shows no learning (ELECTRA: discriminator AUC on "
+    f"frequency-drawn fakes below {TRAINED_AUC} on any pretraining seed; a masked-LM or left-to-right head: top-1 on "
+    "the held-out articles not above the unigram baseline's beyond its 95% Wilson interval on any pretraining "
+    "seed); it gets no ranking. Fine-tuned: mean and 95% t-interval over every (pretraining seed, fine-tuning "
+    "seed) run; probe and baselines: 95% Wilson interval over the dev articles. An arm is ahead of the baselines "
+    "only when its interval's lower end is above the strongest baseline's upper end. Two figures differ only when "
+    "their means are further apart than the sum of their half-widths (else: within the intervals)."
+)
+# The paper's directions the study can test: (what, arm a, arm b, measure, sign of a - b in the paper, the paper's
+# figures). Sign 0: the paper finds them about equal.
+DIRECTIONS = (
+    ("NSP helps (BERT Table 5: MNLI 84.4 vs 83.9, SQuAD 88.5 vs 87.9)", "bert", "no_nsp", "finetune", 1),
+    ("Bidirectional beats left-to-right (BERT Table 5: MNLI 83.9 vs 82.1, MRPC 86.5 vs 77.5)", "no_nsp", "ltr",
+     "finetune", 1),
+    ("[MASK] mismatch, feature-based: 80/10/10 above 100/0/0 (BERT Table 8: NER 94.9 vs 94.0)", "roberta",
+     "mask_100_0_0", "probe", 1),
+    ("[MASK] mismatch, fine-tuning: 80/10/10 about equal to 100/0/0 (BERT Table 8: MNLI 84.2 vs 84.3)", "roberta",
+     "mask_100_0_0", "finetune", 0),
+    ("Feature-based: 80/10/10 about equal to 80/20/0 (BERT Table 8: NER 94.9 vs 94.7)", "roberta", "mask_80_20_0",
+     "probe", 0),
+    ("Fine-tuning: 80/10/10 about equal to 80/20/0 (BERT Table 8: MNLI 84.2 vs 84.4)", "roberta", "mask_80_20_0",
+     "finetune", 0),
+    ("RoBERTa's recipe beats BERT's (Liu et al. 2019, Table 2: without NSP, full sentences)", "roberta", "bert",
+     "finetune", 1),
+    ("ALBERT's sharing costs accuracy at equal L and H (Lan et al. 2019, Table 4: all-shared below not-shared)",
+     "albert", "bert", "finetune", -1),
+    ("ELECTRA beats BERT at equal compute (Clark et al. 2020, Table 1 and Figure 3)", "electra", "bert",
+     "finetune", 1),
+)
 
 
 def mean_interval(values: Sequence[float]) -> tuple[float, float]:
@@ -33,239 +79,260 @@ def chance_auc_interval(positives: int) -> float:
     return 1.959964 * math.sqrt((2 * positives + 1) / (12 * positives * positives))
 
 
-def accuracies(results: dict, name: str, seeds: Sequence[int]) -> list[float]:
-    return [results[f"finetune_{name}_{seed}"] for seed in seeds]
+# === What the results hold ===
+def arms(results: dict) -> list[str]:
+    """The study's evaluated arms (a rate selected, fine-tuned), in `ARMS`' order."""
+    tuned = {key.rsplit("_p", 1)[0] for key in results.get("finetune", {})}
+    return [name for name in ARMS if name in results.get("selected", {}) and name in tuned]
 
 
-def _title(name):
-    return "random init" if name == RANDOM else ARMS[name].title
+def pretraining_seeds(results: dict) -> list[int]:
+    return sorted({run["pretraining_seed"] for run in results["pretraining"].values()})
 
 
-def _final_metrics(final: dict) -> str:
-    """The last interval's accuracies: masked LM, the pair task, ELECTRA's two models (with its AUC)."""
-    parts = []
-    for prefix, label in (("mlm", "MLM"), ("generator_mlm", "generator MLM"), ("nsp", "pair task"),
-                          ("discriminator", "replaced-token detection")):
-        if f"{prefix}_accuracy" in final:
-            parts.append(f"{label} {final[prefix + '_accuracy']:.3f}")
-    if "discriminator_auc" in final:
-        parts.append(f"AUC {final['discriminator_auc']:.3f}")
-    return ", ".join(parts) or "-"
+def selected_runs(results: dict, arm: str) -> list[dict]:
+    """`arm`'s pretraining runs at its selected rate, one per pretraining seed."""
+    rate = results["selected"][arm]["learning_rate"]
+    return sorted((run for run in results["pretraining"].values()
+                   if run["arm"] == arm and run["learning_rate"] == rate), key=lambda run: run["pretraining_seed"])
 
 
-def _probe(results, name, pooling="cls"):
-    probe = results[f"probe_{name}"]
-    return probe[pooling], proportion_interval(probe[pooling], probe.get("dev_size", 1))
+def finetuned(results: dict, name: str) -> list[float]:
+    """Every fine-tuned dev accuracy of `name` (all pretraining and fine-tuning seeds)."""
+    return [value for key, value in sorted(results["finetune"].items()) if key.rsplit("_p", 1)[0] == name]
 
 
-def context_cell(results: dict, name: str) -> str:
-    """Which token fits (`evaluation.token_context`): the head's preference for the true token over a frequency-drawn
-    fake (95% Wilson), its masked top-1 against the most frequent token's; ELECTRA's discriminator AUC on such fakes."""
-    context = results.get(f"context_{name}")
-    if context is None:
-        return "-"
-    share = context["prefers_true"]
-    cell = (f"{'generator ' if 'detects_fakes' in context else ''}{share:.3f} ± "
-            f"{proportion_interval(share, context['slots']):.3f} (top-1 {context['masked_accuracy']:.3f}, "
-            f"most frequent token {context['frequency_accuracy']:.3f})")
-    if "detects_fakes" in context:
-        cell += f"; discriminator AUC {context['detects_fakes']:.3f}"
-    return cell
+def probe(results: dict, name: str, pooling: str) -> tuple[float, float]:
+    """Mean probe accuracy over the pretraining seeds and its Wilson half-width over the dev articles."""
+    values = [value for key, value in sorted(results["probe"].items()) if key.rsplit("_p", 1)[0] == name]
+    mean = statistics.mean(value[pooling] for value in values)
+    return mean, proportion_interval(mean, values[0]["dev_size"])
 
 
-def table(results: dict, rows: Sequence[str], seeds: Sequence[int]) -> str:
-    """The Markdown table: one row per objective, the random encoder, the bag of words."""
-    lines = [
-        "| encoder | pretraining | steps | pretraining TFLOPs | training time | peak memory | encoder parameters "
-        f"| accuracy at the end of pretraining | which token fits: true over a frequency-drawn fake (0.5: frequencies "
-        f"only) | fine-tuned ({len(seeds)} seeds, 95% t-interval) | probe `[CLS]` (95% Wilson) | probe mean |",
-        "|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|---:|",
-    ]
-    for name in rows:
-        mean, half = mean_interval(accuracies(results, name, seeds))
-        probe, probe_half = _probe(results, name)
-        if name == RANDOM:
-            cells = ["random init", "none (the initial weights; ALBERT-style starts from its own)", "0", "0", "-", "-",
-                     f"{results['parameters_random']['encoder']:,}", "-"]
-        else:
-            run, arm = results[f"pretrain_{name}"], ARMS[name]
-            source = "records (static masks)" if arm.source == "records" else "corpus, masked at every step"
-            rate = f", lr {run['learning_rate']:.3g}" if "learning_rate" in run else ""
-            cells = [arm.title, f"`{arm.objective}`, `{arm.pairing}` {source}{rate}", f"{run['steps']:,}",
-                     f"{run['flops'] / 1e12:.1f}", f"{run['steps'] * run['run_step_time'] / 60:.1f} min",
-                     f"{run['peak_rss_mib']:,.0f} MiB", f"{run['parameters']['encoder']:,}", _final_metrics(run["final"])]
-        cells.append(context_cell(results, name))
-        cells += [f"{mean:.3f} ± {half:.3f}", f"{probe:.3f} ± {probe_half:.3f}",
-                  f"{results[f'probe_{name}']['mean']:.3f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines.append(f"| bag of words | none: logistic regression on word counts | - | - | - | - | - | - | - | - "
-                 f"| {results[BAG_OF_WORDS]:.3f} | - |")
+def strongest_baseline(results: dict) -> tuple[str, float, float]:
+    baselines = results["baselines"]
+    name = max(BASELINES, key=lambda key: baselines[key])
+    return name, baselines[name], proportion_interval(baselines[name], baselines["dev_size"])
+
+
+def heldout_learned(arm: str, heldout: dict) -> bool:
+    """Whether one run's held-out metrics show learning (the rule above)."""
+    if ARMS[arm].objective == "electra":
+        return heldout["detects_fakes"] >= TRAINED_AUC
+    top1 = heldout["next_token_accuracy" if ARMS[arm].objective == "ltr" else "masked_accuracy"]
+    return top1 - proportion_interval(top1, heldout["slots"]) > heldout["frequency_accuracy"]
+
+
+def trained(results: dict, arm: str) -> bool:
+    return all(heldout_learned(arm, run["heldout"]) for run in selected_runs(results, arm))
+
+
+def heldout_cell(arm: str, heldout: dict) -> str:
+    """One run's held-out figures: the selection metric and what decides whether it trained."""
+    if ARMS[arm].objective == "electra":
+        return (f"AUC {heldout['detects_fakes']:.3f} (chance ± {chance_auc_interval(heldout['slots']):.3f}); "
+                f"generator top-1 {heldout['masked_accuracy']:.3f}")
+    if ARMS[arm].objective == "ltr":
+        return (f"next-token loss {heldout['next_token_loss']:.2f}, top-1 {heldout['next_token_accuracy']:.3f} "
+                f"(unigram {heldout['frequency_loss']:.2f}, {heldout['frequency_accuracy']:.3f})")
+    return (f"MLM loss {heldout['masked_loss']:.2f}, top-1 {heldout['masked_accuracy']:.3f} "
+            f"(unigram {heldout['frequency_loss']:.2f}, {heldout['frequency_accuracy']:.3f})")
+
+
+def verdict(results: dict, arm: str) -> str:
+    if not trained(results, arm):
+        return "did not train: no ranking"
+    fine_mean, fine_half = mean_interval(finetuned(results, arm))
+    name, value, half = strongest_baseline(results)
+    if fine_mean - fine_half > value + half:
+        return f"ahead of the strongest baseline ({BASELINES[name]})"
+    return f"not ahead of the strongest baseline ({BASELINES[name]} {value:.3f})"
+
+
+# === Tables ===
+def _row(cells):
+    return "| " + " | ".join(str(cell) for cell in cells) + " |"
+
+
+def table(results: dict) -> str:
+    """One row per arm, the random encoders and the baselines."""
+    seeds = pretraining_seeds(results)
+    runs_per_arm = len(finetuned(results, RANDOM))
+    lines = [_row(["encoder", "pretraining", "steps", "selected rate", "held-out pretraining metric, per "
+                   f"pretraining seed ({', '.join(map(str, seeds))})",
+                   f"fine-tuned ({runs_per_arm} runs, 95% t)", "probe `[CLS]` (95% Wilson)", "probe mean",
+                   "verdict"]),
+             "|---|---|---:|---:|---|---:|---:|---:|---|"]
+    for arm in arms(results):
+        spec, runs = ARMS[arm], selected_runs(results, arm)
+        fine = mean_interval(finetuned(results, arm))
+        cls, mean = probe(results, arm, "cls"), probe(results, arm, "mean")
+        lines.append(_row([spec.title, f"{spec.description}; {spec.paper}", f"{runs[0]['steps']:,}",
+                           f"{results['selected'][arm]['learning_rate']:g}",
+                           "; ".join(heldout_cell(arm, run["heldout"]) for run in runs),
+                           f"{fine[0]:.3f} ± {fine[1]:.3f}", f"{cls[0]:.3f} ± {cls[1]:.3f}",
+                           f"{mean[0]:.3f} ± {mean[1]:.3f}", verdict(results, arm)]))
+    fine = mean_interval(finetuned(results, RANDOM))
+    cls, mean = probe(results, RANDOM, "cls"), probe(results, RANDOM, "mean")
+    lines.append(_row(["random init", "none: the initial weights of each pretraining seed", 0, "-", "-",
+                       f"{fine[0]:.3f} ± {fine[1]:.3f}", f"{cls[0]:.3f} ± {cls[1]:.3f}",
+                       f"{mean[0]:.3f} ± {mean[1]:.3f}", "reference"]))
+    baselines = results["baselines"]
+    for name, title in BASELINES.items():
+        value = baselines[name]
+        lines.append(_row([title, "none", "-", "-", "-", "-",
+                           f"{value:.3f} ± {proportion_interval(value, baselines['dev_size']):.3f}", "-",
+                           "strongest baseline" if name == strongest_baseline(results)[0] else "baseline"]))
     return "\n".join(lines)
 
 
-def reading(results: dict, objectives: Sequence[str], seeds: Sequence[int]) -> str:
-    """Each arm against the random encoder (probe and fine-tuning, beyond the intervals or not), ELECTRA vs BERT."""
-    fine = {name: mean_interval(accuracies(results, name, seeds)) for name in [*objectives, RANDOM]}
-    probe = {name: _probe(results, name) for name in [*objectives, RANDOM]}
+def sweep_table(results: dict) -> str:
+    """Each arm's held-out selection metric at each rate of the grid (first pretraining seed)."""
+    rates = results["settings"]["learning_rates"]
+    seed = pretraining_seeds(results)[0]
+    lines = [_row(["encoder", "selection metric", *[f"lr {rate:g}" for rate in rates], "selected"]),
+             "|---|---|" + "---:|" * len(rates) + "---:|"]
+    for arm in arms(results):
+        metric, higher = SELECTION[ARMS[arm].selection]
+        cells = []
+        for rate in rates:
+            run = next((run for run in results["pretraining"].values() if run["arm"] == arm
+                        and run["learning_rate"] == rate and run["pretraining_seed"] == seed), None)
+            cells.append(f"{run['heldout'][metric]:.4f}" if run else "-")
+        lines.append(_row([ARMS[arm].title, f"{metric} ({'higher' if higher else 'lower'} is better)", *cells,
+                           f"{results['selected'][arm]['learning_rate']:g}"]))
+    return "\n".join(lines)
+
+
+def _figure(results, arm, measure):
+    return mean_interval(finetuned(results, arm)) if measure == "finetune" else probe(results, arm, "mean")
+
+
+def directions(results: dict) -> list[tuple[str, str]]:
+    """(the paper's direction, what this study finds) for each direction whose two arms it ran."""
+    found = []
+    present = set(arms(results))
+    for what, a, b, measure, sign in DIRECTIONS:
+        if not {a, b} <= present:
+            continue
+        untrained = [ARMS[arm].title for arm in (a, b) if not trained(results, arm)]
+        if untrained:
+            found.append((what, f"no verdict: {' and '.join(untrained)} did not train"))
+            continue
+        (value_a, half_a), (value_b, half_b) = _figure(results, a, measure), _figure(results, b, measure)
+        gap = value_a - value_b
+        beyond = abs(gap) > half_a + half_b
+        figures = (f"{ARMS[a].title} {value_a:.3f} ± {half_a:.3f}, {ARMS[b].title} {value_b:.3f} ± {half_b:.3f} "
+                   f"({'fine-tuned' if measure == 'finetune' else 'probe, mean features'})")
+        if sign == 0:
+            outcome = "differs (beyond the intervals)" if beyond else "holds (within the intervals)"
+        elif not beyond:
+            outcome = "not resolved (within the intervals)"
+        else:
+            outcome = "holds (beyond the intervals)" if (gap > 0) == (sign > 0) else "reversed (beyond the intervals)"
+        found.append((what, f"{outcome}: {figures}"))
+    return found
+
+
+def directions_table(results: dict) -> str:
+    return "\n".join([_row(["the paper's direction", "at this scale"]), "|---|---|",
+                      *(_row(pair) for pair in directions(results))])
+
+
+def reading(results: dict) -> str:
+    """Sentences that follow from the table by `RULES`."""
     text = []
-    for what, figures in (("probe", probe), ("fine-tuning", fine)):
-        random_value, random_half = figures[RANDOM]
-        verdicts = []
-        for name in objectives:
-            value, half = figures[name]
-            apart = value - half > random_value + random_half
-            verdicts.append(f"{_title(name)} {value:.3f} ({'ahead beyond' if apart else 'not ahead beyond'} the intervals)")
-        text.append(f"On {what}, against the random encoder's {random_value:.3f} ± {random_half:.3f}: "
-                    + "; ".join(verdicts) + ".")
-    if "bert" in objectives and "electra" in objectives:
-        gap = fine["electra"][0] - fine["bert"][0]
-        apart = abs(gap) > fine["electra"][1] + fine["bert"][1]
-        text.append(f"At equal pretraining FLOPs ELECTRA {'leads' if gap >= 0 else 'trails'} BERT by "
-                    f"{100 * abs(gap):.1f} points fine-tuned ({'beyond' if apart else 'within'} the intervals), "
-                    f"{100 * (probe['electra'][0] - probe['bert'][0]):+.1f} points on the probe.")
-    context = {name: results[f"context_{name}"] for name in objectives if f"context_{name}" in results}
-    if context:
-        beyond = {name: value["prefers_true"] - proportion_interval(value["prefers_true"], value["slots"]) > 0.5
-                  for name, value in context.items()}
-        text.append("Which token fits a masked slot of the held-out articles (a head that knows only the word "
-                    "frequencies prefers the true token to a frequency-drawn fake at half the slots): " + "; ".join(
-                        f"{_title(name)}{' generator' if 'detects_fakes' in value else ''} {value['prefers_true']:.3f}"
-                        f" ({'above' if beyond[name] else 'not above'} 0.5 beyond its interval)"
-                        for name, value in context.items()) + ".")
-        detects = False
-        if "detects_fakes" in context.get("electra", {}):
-            auc = context["electra"]["detects_fakes"]
-            detects = auc - chance_auc_interval(context["electra"]["slots"]) > 0.5
-            text.append(f"ELECTRA's discriminator tells such fakes from the real tokens at AUC {auc:.3f} (0.5: not "
-                        f"by their context; {'above' if detects else 'not above'} 0.5 beyond chance).")
-        if not any(beyond.values()) and detects:
-            text.append("No head learned which token fits beyond the word frequencies in this budget, but ELECTRA's "
-                        "discriminator tells frequency-drawn fakes by their context.")
-        elif not any(beyond.values()):
-            text.append("No arm learned which token fits beyond the word frequencies in this budget. ELECTRA's "
-                        "discriminator learns from context alone once its generator samples those frequencies, so "
-                        "here it had little to learn from; a verdict on ELECTRA needs a budget at which the masked-LM "
-                        "heads rise above 0.5.")
-    text.append(f"A bag of words scores {results[BAG_OF_WORDS]:.3f}: the task is not told apart by its words.")
+    untrained = [arm for arm in arms(results) if not trained(results, arm)]
+    if untrained:
+        text.append("Did not train (no ranking): " + "; ".join(
+            f"{ARMS[arm].title} ({heldout_cell(arm, selected_runs(results, arm)[0]['heldout'])})"
+            for arm in untrained) + ".")
+    name, value, half = strongest_baseline(results)
+    ahead = [arm for arm in arms(results) if verdict(results, arm).startswith("ahead")]
+    text.append(f"The strongest baseline is the {BASELINES[name]} at {value:.3f} ± {half:.3f}. "
+                + (f"Ahead of it beyond the intervals: {', '.join(ARMS[arm].title for arm in ahead)}."
+                   if ahead else "No arm is ahead of it beyond the intervals."))
+    random_mean, random_half = mean_interval(finetuned(results, RANDOM))
+    above = [arm for arm in arms(results) if arm not in untrained
+             and mean_interval(finetuned(results, arm))[0] - mean_interval(finetuned(results, arm))[1]
+             > random_mean + random_half]
+    text.append(f"Against the random encoders' {random_mean:.3f} ± {random_half:.3f} fine-tuned, ahead beyond the "
+                f"intervals: {', '.join(ARMS[arm].title for arm in above) if above else 'none'}.")
     return " ".join(text)
 
 
-def _arm_figures(results, name, seeds):
-    """(fine-tuned mean and half-width, probe [CLS] and half-width, the context figures or None) of one arm."""
-    return (mean_interval(accuracies(results, name, seeds)), _probe(results, name), results.get(f"context_{name}"))
+def setup(results: dict) -> str:
+    """The paragraph that says what was run: budget, grid, seeds, task, sizes."""
+    recipe, settings, task = results["recipe"], results["settings"], results["task"]
+    tune_seeds = len(finetuned(results, RANDOM)) // max(1, len(pretraining_seeds(results)))
+    return (
+        f"Every arm gets the pretraining FLOPs of {settings['budget_steps']:,} BERT steps (bench FLOP model, "
+        "`benchmark.flops`; ELECTRA counts its generator too) at batch "
+        f"{recipe['batch_size']} and length {recipe['sequence_length']}, on the quickstart's data (the BBC News "
+        "training articles, the WordPiece vocabulary learned from them) and encoder size (L=2, H=128; ALBERT-style "
+        "E=64, one set of layer weights). This is a small model and budget, set by the time the whole study may take "
+        "on 2 CPU cores, not by any result; the papers' base models train for a million steps. Each arm runs every "
+        "rate "
+        f"of one grid ({', '.join(f'{rate:g}' for rate in settings['learning_rates'])}) on pretraining seed "
+        f"{pretraining_seeds(results)[0]}; its rate is the one with the best held-out pretraining metric on the dev "
+        "articles (masked-LM loss; ELECTRA: discriminator AUC; left-to-right: next-token loss), never the task; "
+        "BERT and ALBERT-style are selected by their masked-LM loss, not their NSP/SOP accuracy. Optimizers: BERT, "
+        "No NSP, left-to-right and ELECTRA AdamW with the objective's warmup; RoBERTa-style and its masking variants "
+        "Adam beta2 0.98, epsilon 1e-6; ALBERT-style LAMB. The masking variants are of the RoBERTa-style arm "
+        "(dynamic masking, no NSP); the paper's Table 8 ran them with NSP. Then "
+        f"{len(pretraining_seeds(results))} pretraining seeds per arm (fresh initial weights, data order and masks) "
+        f"at that rate, each fine-tuned with {tune_seeds} seeds ({recipe['finetune_epochs']} epochs, batch "
+        f"{recipe['finetune_batch_size']}, lr {recipe['finetune_learning_rate']:g}; each family's head) and probed "
+        "(a logistic regression on frozen last-layer `[CLS]` and mean features). The task: the topic of a BBC News "
+        f"article (5 topics) from {task['train']['examples']} labelled articles, scored on {task['dev']['examples']} "
+        "dev articles (first 48 words of each); its `train.csv` and `dev.csv` are beside the results."
+    )
 
 
-def budget_ablation(smaller: dict, larger: dict) -> str:
-    """The steps ablation: the arms of two runs of the study at different `--budget-steps` (Markdown table and a
-    reading); why an arm gains more or less from a larger budget, as far as the which-token-fits check says."""
-    budgets = [results["settings"]["budget_steps"] for results in (smaller, larger)]
-    arms = [name for name in ARMS if f"pretrain_{name}" in smaller and f"pretrain_{name}" in larger]
-    seeds = [sorted(int(key.rsplit("_", 1)[1]) for key in results if key.startswith(f"finetune_{RANDOM}_"))
-             for results in (smaller, larger)]
-    lines = [
-        f"| encoder | steps at {budgets[0]:,} → {budgets[1]:,} BERT steps' FLOPs | fine-tuned | probe `[CLS]` | which "
-        "token fits (0.5: frequencies only) | ELECTRA's discriminator AUC on frequency-drawn fakes |",
-        "|---|---:|---:|---:|---|---|",
-    ]
-    gains = {}
-    for name in arms:
-        (fine_a, probe_a, context_a), (fine_b, probe_b, context_b) = (
-            _arm_figures(results, name, arm_seeds) for results, arm_seeds in zip((smaller, larger), seeds))
-        gains[name] = fine_b[0] - fine_a[0]
-        fits = (f"{context_a['prefers_true']:.3f} → {context_b['prefers_true']:.3f}"
-                if context_a and context_b else "-")
-        auc = (f"{context_a['detects_fakes']:.3f} → {context_b['detects_fakes']:.3f}"
-               if context_a and context_b and "detects_fakes" in context_b else "-")
-        lines.append(f"| {_title(name)} | {smaller[f'pretrain_{name}']['steps']:,} → "
-                     f"{larger[f'pretrain_{name}']['steps']:,} | {fine_a[0]:.3f} ± {fine_a[1]:.3f} → {fine_b[0]:.3f} ± "
-                     f"{fine_b[1]:.3f} | {probe_a[0]:.3f} → {probe_b[0]:.3f} | {fits} | {auc} |")
-    text = ["From the smaller budget to the larger, fine-tuned accuracy moves by " + "; ".join(
-        f"{_title(name)} {100 * gain:+.1f} points" for name, gain in gains.items()) + "."]
-    context = {name: larger.get(f"context_{name}") for name in arms}
-    learned = [name for name, value in context.items() if value and name != "electra"
-               and value["prefers_true"] - proportion_interval(value["prefers_true"], value["slots"]) > 0.5]
-    electra = context.get("electra")
-    if learned and electra and electra["prefers_true"] - proportion_interval(electra["prefers_true"],
-                                                                             electra["slots"]) <= 0.5:
-        rates = {name: larger[f"pretrain_{name}"]["learning_rate"] for name in arms}
-        text.append(
-            f"At the larger budget the masked-LM heads know which token fits ({', '.join(map(_title, learned))}), "
-            f"but ELECTRA's generator (a quarter of the encoder, at ELECTRA's rate {rates['electra']:g} against "
-            f"{rates[learned[0]]:g}) prefers the true token at only {electra['prefers_true']:.3f} of the slots: its "
-            "samples are nearly frequency-drawn, fakes the discriminator can tell only by their context (AUC "
-            f"{electra['detects_fakes']:.3f} on such fakes). ELECTRA gains from the larger budget, less than the "
-            "masked-LM arms; the paper compares them after a million steps.")
-    return "\n".join(lines) + "\n\n" + " ".join(text)
-
-
-def write_report(path: pathlib.Path, results: dict, rows: Sequence[str], seeds: Sequence[int],
-                 log: Callable[[str], None] = print) -> pathlib.Path:
-    """`report.md`: the setup, the table and the reading; the table is logged too."""
-    objectives = [name for name in rows if name != RANDOM]
-    recipe = results["recipe"]
-    budget = results["settings"]["budget_steps"]
-    text = "\n".join([
-        "# BERT's successors at equal pretraining FLOPs",
-        "",
-        f"Every objective gets the pretraining FLOPs of {budget:,} BERT steps (bench FLOP model, "
-        "`benchmark.flops`: 6 N T + 12 L H S T per step; ELECTRA counts its generator too), with its own paper's "
-        "data, masking and recipe (the objective's warmup and a zero output bias; its paper's peak learning rate at "
-        f"this batch, times {MLM_RATE_FACTOR} for the masked-LM arms, which learn next to nothing at the rates of "
-        "base models trained a million steps; ELECTRA at its own: faster, its discriminator stalls), on the "
-        "quickstart's data: the BBC News training articles and the WordPiece vocabulary learned from them (one "
-        f"tokenizer for all), sequences of {recipe['sequence_length']} tokens, batch {recipe['batch_size']}, seed "
-        f"{recipe['seed']}; the quickstart's encoder size (L=2, H=128). ALBERT-style: E=128, one set of layer weights.",
-        "",
-        "The task: is a sentence of the dev articles in its own word order, or are its words shuffled? (sentences "
-        "of 6-30 words from the labeled articles for training, from the dev articles for scoring, half shuffled). "
-        "BBC topics are told apart by their words (a bag of words gets 0.80), so pretraining barely matters there; "
-        "here a bag of words is at chance by construction, and a few hundred labels are too few to learn word "
-        "order from scratch.",
-        "",
-        f"Each encoder, and the random one BERT started from, is fine-tuned ({recipe['finetune_epochs']} epochs, "
-        f"batch {recipe['finetune_batch_size']}, lr {recipe['finetune_learning_rate']:g}; each family's head and "
-        f"layer-wise decay: ELECTRA the raw `[CLS]` and 0.8; seeds {', '.join(map(str, seeds))}) and probed: a "
-        "logistic regression on its frozen last-layer `[CLS]` and mean features.",
-        "",
-        table(results, rows, seeds),
-        "",
-        reading(results, objectives, seeds),
-        "",
+def write_report(path: pathlib.Path, results: dict, log: Callable[[str], None] = print) -> pathlib.Path:
+    """`report.md`: the setup, the rules, the tables and the reading; the main table is logged too."""
+    text = "\n\n".join([
+        "# BERT's ablations and successors at equal pretraining FLOPs",
+        setup(results), "Rules: " + RULES, table(results), reading(results),
+        "## The paper's directions at this scale", directions_table(results),
+        "## Rate sweep (held-out pretraining metric, first pretraining seed)", sweep_table(results),
         f"Runtime: {results.get('runtime_seconds', 0) / 60:.1f} min"
         + (f" over {len(results['call_seconds'])} calls" if len(results.get("call_seconds", ())) > 1 else "")
         + f", load average at the end {results.get('load_average', ['?'])[0]}.",
-        "",
-    ])
+    ]) + "\n"
     path.write_text(text, encoding="utf-8")
-    log("\n" + table(results, rows, seeds) + "\n\n" + reading(results, objectives, seeds))
+    log("\n" + table(results) + "\n\n" + reading(results))
     return path
 
 
-def write_plot(path: pathlib.Path, results: dict, rows: Sequence[str], seeds: Sequence[int]) -> pathlib.Path:
-    """`report.png`: fine-tuned accuracy (mean, 95% t-interval, each seed) and the [CLS] probe, per encoder."""
+def write_plot(path: pathlib.Path, results: dict) -> pathlib.Path:
+    """`report.png`: fine-tuned accuracy (mean, 95% t-interval, each run) and the mean-feature probe, per encoder."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    rows = [*arms(results), RANDOM]
     positions = range(len(rows))
     width = 0.38
-    figure, axes = plt.subplots(figsize=(1.9 * len(rows) + 2, 4.2))
-    fine = [mean_interval(accuracies(results, name, seeds)) for name in rows]
+    figure, axes = plt.subplots(figsize=(1.5 * len(rows) + 2, 4.2))
+    fine = [mean_interval(finetuned(results, name)) for name in rows]
     axes.bar([x - width / 2 for x in positions], [m for m, _ in fine], width, yerr=[h for _, h in fine], capsize=4,
-             label=f"fine-tuned ({len(seeds)} seeds, 95% t-interval)")
+             label="fine-tuned (95% t over pretraining x fine-tuning seeds)")
     for x, name in zip(positions, rows):
-        values = accuracies(results, name, seeds)
+        values = finetuned(results, name)
         axes.plot([x - width / 2] * len(values), values, "k.", markersize=4)
-    probes = [_probe(results, name) for name in rows]
+    probes = [probe(results, name, "mean") for name in rows]
     axes.bar([x + width / 2 for x in positions], [p for p, _ in probes], width, yerr=[h for _, h in probes], capsize=4,
-             label="probe [CLS] (95% Wilson)")
-    axes.axhline(results[BAG_OF_WORDS], color="grey", linestyle="--", label="bag of words")
-    axes.set_xticks(list(positions), [_title(name) for name in rows])
-    axes.set_ylabel("dev accuracy (word order)")
+             label="probe, mean features (95% Wilson)")
+    name, value, _ = strongest_baseline(results)
+    axes.axhline(value, color="grey", linestyle="--", label=f"strongest baseline ({BASELINES[name]})")
+    axes.set_xticks(list(positions), ["random init" if n == RANDOM else ARMS[n].title for n in rows], rotation=20,
+                    fontsize=8)
+    axes.set_ylabel("dev accuracy (topic)")
     axes.set_ylim(0, 1)
     axes.set_title(f"Equal pretraining FLOPs ({results['settings']['budget_steps']:,} BERT steps each)")
-    axes.legend(loc="lower right", fontsize=8)
+    axes.legend(loc="upper right", fontsize=7)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -63,25 +63,28 @@ def pretrain_arm(
     objective: str, preset: str | os.PathLike, data: str, run_dir: str | os.PathLike, steps: int, recipe: Recipe,
     *, source: str = "records", pairing: str | None = None, max_predictions: int | None = None,
     checkpoint_every: int | None = None, learning_rate: float | None = None, generator_size: float | None = None,
-    output_bias_init: str = "zeros", log: Log | None = print,
+    output_bias_init: str = "zeros", options: dict | None = None, log: Log | None = print,
 ) -> pathlib.Path:
     """One `pretrain` run of `objective` from `preset` with its own recipe; returns the run folder.
 
     `source` "records": `data` is a glob of records (static masks);
     "corpus": `data` is the corpus, packed with `pairing` and masked anew at
     every step. The learning rate, warmup and output bias are the
-    objective's defaults (its paper's recipe) unless given.
+    objective's defaults (its paper's recipe) unless given; `options` are
+    more of `pretrain`'s arguments (an arm's optimizer, Adam's betas, the
+    masking procedure).
     """
     from keras_bert_app.training.pretrain import pretrain
 
     extra = {"generator_size": generator_size} if objective == "electra" and generator_size else {}
+    extra.update(options or {})
     if source == "corpus":
         extra.update(corpus=data, pairing=pairing, max_seq_length=recipe.sequence_length, max_predictions=max_predictions)
     else:
         extra["data"] = data
     return pretrain(
         preset, run_dir, steps, batch_size=recipe.batch_size, learning_rate=learning_rate,
-        checkpoint_every=checkpoint_every or metric_rows_every(steps), output_bias_init=output_bias_init,
+        checkpoint_every=checkpoint_every or metric_rows_every(steps, points=4), output_bias_init=output_bias_init,
         dropout=recipe.dropout, seed=recipe.seed, verbose=0, log=log, objective=objective, **extra,
         jit_compile=pipeline.xla_for_pretraining(),
     )
@@ -209,19 +212,68 @@ def probe_accuracies(
 
 def context_check(objective: str, preset: pathlib.Path, texts_file: pathlib.Path, sequence_length: int,
                   log: Log = print) -> dict[str, float]:
-    """`evaluation.token_context` of a pretraining run's preset on held-out articles (`texts_file`'s `text` column).
+    """The held-out pretraining metrics of a run's preset on held-out articles (`texts_file`'s `text` column).
 
-    Whether the arm learned which token fits a slot beyond the word
-    frequencies: what ELECTRA's discriminator needs to learn anything once
-    its generator samples the frequencies.
+    `evaluation.token_context` on the predictions of the run's own heads:
+    a masked-LM head's loss, top-1 and which token fits, against the unigram
+    baseline; ELECTRA's generator as such a head and its discriminator's AUC
+    on frequency-drawn fakes; a left-to-right model's next-token loss and
+    top-1.
     """
-    from keras_bert_app.evaluation.token_context import token_context
-
     with open(texts_file, newline="", encoding="utf-8") as file:
         texts = [row["text"] for row in csv.DictReader(file)]
-    result = token_context(preset, texts, sequence_length, electra=objective == "electra")
-    log(f"  which token fits, {preset}: " + ", ".join(f"{name} {value:.4g}" for name, value in result.items()))
+    result = token_context(preset, texts, sequence_length, objective=objective)
+    log(f"  held out, {preset}: " + ", ".join(f"{name} {value:.4g}" for name, value in result.items()))
     return result
+
+
+def token_context(preset, texts, sequence_length=64, objective="mlm", seed=0, max_rows=256) -> dict[str, float]:
+    """`evaluation.token_context`'s figures for a `pretrain` run's `preset/` on held-out `texts` (concatenated into
+    `[CLS] ... [SEP]` rows of `sequence_length`, at most `max_rows`): its masked-LM head, for ELECTRA its generator
+    (`preset/generator/`) and discriminator, for `ltr` its next-token head. `slots`: the slots with a fake other
+    than the true token (masked-LM heads), or the tokens predicted (`ltr`)."""
+    import numpy as np
+    from keras import ops
+
+    from keras_bert_app.evaluation import token_context as metrics
+    from keras_bert_app.models.bert_pretrainer import BertPretrainer
+    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
+
+    tokenizer = BertTokenizer.from_preset(preset)
+    vocabulary = tokenizer.get_vocabulary()
+    specials = {name: vocabulary.index(name) for name in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+                if name in vocabulary}
+    ids = np.concatenate([np.zeros(0, np.int32), *map(np.asarray, tokenizer(list(texts)).to_list())]).astype(np.int32)
+    width = sequence_length - 2
+    if len(ids) < width:
+        raise ValueError(f"token_context: {len(ids)} tokens of text, fewer than one row of {width}.")
+    body = ids[:min(len(ids) // width, max_rows) * width].reshape(-1, width)
+    rows = np.pad(body, ((0, 0), (1, 0)), constant_values=specials["[CLS]"])
+    rows = np.pad(rows, ((0, 0), (0, 1)), constant_values=specials["[SEP]"])
+
+    def inputs(token_ids):
+        return {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": np.ones_like(token_ids)}
+
+    if objective == "ltr":
+        from keras_bert_app.models.left_to_right_pretrainer import LeftToRightPretrainer
+
+        model = LeftToRightPretrainer.from_preset(preset)
+        result = metrics.next_token_context(
+            lambda token_ids: ops.convert_to_numpy(model(inputs(token_ids), training=False)["lm"]), rows)
+        return {**result, "slots": int(rows[:, 1:-1].size)}
+    positions, fakes = metrics.slots_and_fakes(rows, len(vocabulary), specials.values(), seed=seed)
+    electra = objective == "electra"
+    masked_lm = BertPretrainer.from_preset(pathlib.Path(preset) / "generator" if electra else preset)
+    result = metrics.masked_lm_context(lambda token_ids, slots: ops.convert_to_numpy(masked_lm(
+        {**inputs(token_ids), "mask_positions": slots}, training=False)["mlm"]), rows, positions, fakes,
+        specials["[MASK]"])
+    if electra:
+        from keras_bert_app.models.electra_pretrainer import ElectraPretrainer
+
+        pretrainer = ElectraPretrainer.from_preset(preset)
+        result.update(metrics.discriminator_context(lambda token_ids: ops.convert_to_numpy(pretrainer.discriminator_head(
+            pretrainer.discriminator(inputs(token_ids), training=False)["sequence_output"])), rows, positions, fakes))
+    return {**result, "slots": int((fakes != np.take_along_axis(rows, positions, axis=1)).sum())}
 
 
 def parameter_counts(objective: str | None, preset: pathlib.Path) -> dict[str, int]:
@@ -242,6 +294,10 @@ def parameter_counts(objective: str | None, preset: pathlib.Path) -> dict[str, i
             from keras_bert_app.models.electra_pretrainer import ElectraPretrainer
 
             pretrainer = ElectraPretrainer.from_preset(preset)
+        elif objective == "ltr":
+            from keras_bert_app.models.left_to_right_pretrainer import LeftToRightPretrainer
+
+            pretrainer = LeftToRightPretrainer.from_preset(preset)
         else:
             from keras_bert_app.models.bert_pretrainer import BertPretrainer
 

@@ -1,74 +1,116 @@
-"""The objectives study's task: is a sentence in its own word order, or are its words shuffled?
+"""The objectives study's task: the topic of a BBC News article, from few labels; and its baselines.
 
-Made from the quickstart's BBC News articles (training sentences from the
-labeled articles, dev sentences from the dev articles): each sentence of 6
-to 30 words is kept or has its words shuffled, half and half. A bag of
-words sees the same words in both classes and is at chance, while a model
-that learned how English is put together tells a shuffled sentence at once;
-a few hundred labels are too few to learn word order from scratch.
+The labels come from the data (the quickstart's `labeled.csv` and `dev.csv`:
+business, entertainment, politics, sport, tech), not from a transformation
+the study applies. Training: `per_class` articles of each topic from the
+labeled articles; dev: a sample of the dev articles (never in the
+pretraining corpus). Each text is cut to its first `WORDS` words, about
+what an encoder sees at the quickstart's 64 tokens, so that every method
+reads the same text.
+
+Baselines, none of them an encoder (`baselines`): the majority class of
+the training labels, a logistic regression on word counts, and one on
+surface features (`surface_features`: length, punctuation, casing,
+digits). An encoder is ahead only when it beats the strongest of them.
 """
 
+import collections
 import csv
 import pathlib
 import re
+import string
 
 import numpy as np
 
-LABELS = ("original", "shuffled")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+WORDS = 48  # words of an article kept: about 64 WordPiece tokens
 
 
-def write_word_order_task(data: pathlib.Path, folder: pathlib.Path, sizes: dict, seed: int) -> dict:
+def _read(path):
+    with pathlib.Path(path).open(newline="", encoding="utf-8") as file:
+        rows = list(csv.DictReader(file))
+    return [row["text"] for row in rows], [row["label"] for row in rows]
+
+
+def _write(path, texts, labels):
+    with path.open("w", newline="", encoding="utf-8") as file:
+        writer = csv.writer(file)
+        writer.writerow(["text", "label"])
+        writer.writerows(zip(texts, labels))
+
+
+def write_topic_task(data: pathlib.Path, folder: pathlib.Path, per_class: int, dev_examples: int, seed: int) -> dict:
     """`train.csv` and `dev.csv` (columns text, label) in `folder` from `data/labeled.csv` and `data/dev.csv`.
 
     Returns:
         dict: split -> path.
     """
     folder.mkdir(parents=True, exist_ok=True)
-    paths = {}
     rng = np.random.default_rng(seed)
-    for split, source in (("train", "labeled.csv"), ("dev", "dev.csv")):
-        sentences = []
-        with (data / source).open(newline="", encoding="utf-8") as file:
-            for row in csv.DictReader(file):
-                sentences += [s for s in _SENTENCE_END.split(row["text"].replace("\n", " ")) if 6 <= len(s.split()) <= 30]
-        chosen = rng.permutation(len(sentences))[: sizes[split]]
-        rows = []
-        for index, sentence_index in enumerate(chosen):
-            words = sentences[sentence_index].split()
-            label = LABELS[index % 2]
-            if label == "shuffled":
-                order = rng.permutation(len(words))
-                while np.array_equal(order, np.arange(len(words))):
-                    order = rng.permutation(len(words))
-                words = [words[i] for i in order]
-            rows.append((" ".join(words), label))
-        paths[split] = folder / f"{split}.csv"
-        with paths[split].open("w", newline="", encoding="utf-8") as file:
-            writer = csv.writer(file)
-            writer.writerow(["text", "label"])
-            writer.writerows(rows)
-    return paths
+    texts, labels = _read(data / "labeled.csv")
+    chosen = []
+    for label in sorted(set(labels)):
+        indices = [i for i, value in enumerate(labels) if value == label]
+        chosen += rng.permutation(indices)[:per_class].tolist()
+    chosen = rng.permutation(chosen)
+    cut = lambda text: " ".join(text.split()[:WORDS])  # noqa: E731
+    _write(folder / "train.csv", [cut(texts[i]) for i in chosen], [labels[i] for i in chosen])
+    texts, labels = _read(data / "dev.csv")
+    chosen = rng.permutation(len(texts))[:dev_examples]
+    _write(folder / "dev.csv", [cut(texts[i]) for i in chosen], [labels[i] for i in chosen])
+    return {"train": folder / "train.csv", "dev": folder / "dev.csv"}
 
 
-def bag_of_words_accuracy(train: pathlib.Path, dev: pathlib.Path) -> float:
-    """Dev accuracy of a logistic regression on the word counts (lowercased words of the training set)."""
-    from keras_bert_app.evaluation.linear_probe import probe_accuracy
+def describe(folder: pathlib.Path) -> dict:
+    """Sizes and label counts of the task's files."""
+    result = {}
+    for split in ("train", "dev"):
+        _, labels = _read(folder / f"{split}.csv")
+        result[split] = {"examples": len(labels), "labels": dict(sorted(collections.Counter(labels).items()))}
+    return result
 
-    def read(path):
-        with path.open(newline="", encoding="utf-8") as file:
-            rows = list(csv.DictReader(file))
-        return [re.findall(r"\w+", row["text"].lower()) for row in rows], [row["label"] for row in rows]
 
-    (train_words, train_labels), (dev_words, dev_labels) = read(train), read(dev)
-    vocabulary = {word: i for i, word in enumerate(sorted({w for words in train_words for w in words}))}
+_PUNCTUATION = ".,;:!?'\"-()%$£"
+
+
+def surface_features(text: str) -> list[float]:
+    """Length (characters, words, mean word length), each punctuation mark's count, capitalised words, the share
+    of capital letters, digits and numbers: what a rule on the surface could use."""
+    words = text.split()
+    letters = [c for c in text if c.isalpha()]
+    return [len(text), len(words), np.mean([len(w) for w in words]) if words else 0.0,
+            *[text.count(mark) for mark in _PUNCTUATION],
+            sum(w[:1].isupper() for w in words), sum(c.isupper() for c in letters) / max(1, len(letters)),
+            sum(c in string.digits for c in text), len(re.findall(r"\d+", text))]
+
+
+def _bag_of_words(train_texts, dev_texts):
+    tokens = lambda text: re.findall(r"\w+|[^\w\s]", text.lower())  # noqa: E731
+    vocabulary = {word: i for i, word in enumerate(sorted({w for text in train_texts for w in tokens(text)}))}
 
     def counts(texts):
         matrix = np.zeros((len(texts), len(vocabulary)))
-        for row, words in enumerate(texts):
-            for word in words:
+        for row, text in enumerate(texts):
+            for word in tokens(text):
                 if word in vocabulary:
                     matrix[row, vocabulary[word]] += 1
         return matrix
 
-    return probe_accuracy(counts(train_words), train_labels, counts(dev_words), dev_labels)
+    return counts(train_texts), counts(dev_texts)
+
+
+def baselines(train: pathlib.Path, dev: pathlib.Path) -> dict:
+    """Dev accuracy of the majority class, a bag of words (lowercased words and punctuation marks) and surface
+    features (each a logistic regression on standardised features); and `dev_size`."""
+    from keras_bert_app.evaluation.linear_probe import probe_accuracy
+
+    (train_texts, train_labels), (dev_texts, dev_labels) = _read(train), _read(dev)
+    counts = collections.Counter(train_labels)
+    majority = max(sorted(counts), key=counts.get)
+    words_train, words_dev = _bag_of_words(train_texts, dev_texts)
+    return {
+        "majority": float(np.mean([label == majority for label in dev_labels])),
+        "bag_of_words": probe_accuracy(words_train, train_labels, words_dev, dev_labels),
+        "surface": probe_accuracy([surface_features(t) for t in train_texts], train_labels,
+                                  [surface_features(t) for t in dev_texts], dev_labels),
+        "dev_size": len(dev_labels),
+    }

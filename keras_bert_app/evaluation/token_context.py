@@ -9,7 +9,12 @@ scores the true token above a token drawn from the text's own frequencies
 drawing again would favour frequent true tokens); `masked_accuracy` and
 `frequency_accuracy`, the head's top-1 and the most frequent token's; for
 ELECTRA's discriminator, `detects_fakes`: the ROC AUC of its scores with the
-same fakes written in unmasked. No library does this for a Keras model.
+same fakes written in unmasked; for a left-to-right model,
+`next_token_context`: its next-token loss and accuracy against the unigram
+baseline's. Every function takes predictions (arrays, or a function of token
+ids that returns them): the models are run by their caller
+(`demo.objectives_study_runs.context_check`). No library does this for a
+Keras model.
 """
 
 import numpy as np
@@ -35,9 +40,23 @@ def prefers_true(true_scores, fake_scores):
     return float(np.mean((true_scores > fake_scores) + 0.5 * (true_scores == fake_scores)))
 
 
+def _log_softmax(scores):
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    return scores - np.log(np.exp(scores).sum(axis=-1, keepdims=True))
+
+
+def unigram_baseline(rows, targets):
+    """`frequency_accuracy` and `frequency_loss` of the body's own word frequencies (add-half smoothed) predicting
+    `targets`: the unigram baseline a head must beat to have learned anything from context."""
+    counts = np.bincount(rows[:, 1:-1].ravel(), minlength=int(max(rows.max(), targets.max())) + 1) + 0.5
+    log_p = np.log(counts / counts.sum())
+    return {"frequency_accuracy": float(np.mean(targets == counts.argmax())), "frequency_loss": float(-log_p[targets].mean())}
+
+
 def masked_lm_context(scores_at, rows, positions, fakes, mask_id, batch_size=64):
-    """`prefers_true`, `masked_accuracy`, `frequency_accuracy`; `scores_at(token_ids [b, L], positions [b, k])`
-    gives a head's [b, k, V] logits at the positions, which are `[MASK]` in `token_ids`."""
+    """`prefers_true`, `masked_accuracy`, `masked_loss` (cross-entropy at the slots), and the unigram baseline's
+    `frequency_accuracy`, `frequency_loss`; `scores_at(token_ids [b, L], positions [b, k])` gives a head's
+    [b, k, V] logits at the positions, which are `[MASK]` in `token_ids`."""
     true = np.take_along_axis(rows, positions, axis=1)
     masked = rows.copy()
     np.put_along_axis(masked, positions, mask_id, axis=1)
@@ -45,9 +64,22 @@ def masked_lm_context(scores_at, rows, positions, fakes, mask_id, batch_size=64)
                                         dtype=np.float64) for start in range(0, len(rows), batch_size)])
     differ = fakes != true
     pick = lambda ids: np.take_along_axis(scores, ids[..., None], axis=-1)[..., 0][differ]  # noqa: E731
+    log_p = np.take_along_axis(_log_softmax(scores), true[..., None], axis=-1)[..., 0]
     return {"prefers_true": prefers_true(pick(true), pick(fakes)),
-            "masked_accuracy": float(np.mean(scores.argmax(axis=-1) == true)),
-            "frequency_accuracy": float(np.mean(true == np.bincount(rows[:, 1:-1].ravel()).argmax()))}
+            "masked_accuracy": float(np.mean(scores.argmax(axis=-1) == true)), "masked_loss": float(-log_p.mean()),
+            **unigram_baseline(rows, true)}
+
+
+def next_token_context(scores_next, rows, batch_size=64):
+    """`next_token_accuracy`, `next_token_loss` and the unigram baseline's (`frequency_*`) of a left-to-right model:
+    `scores_next(token_ids [b, L]) -> [b, L, V]` logits at each position for the token after it; scored on the
+    body's tokens (position 1 to L - 2, each from the tokens on its left)."""
+    scores = np.concatenate([np.asarray(scores_next(rows[start:start + batch_size]), dtype=np.float64)[:, :-2]
+                             for start in range(0, len(rows), batch_size)])
+    targets = rows[:, 1:-1]
+    log_p = np.take_along_axis(_log_softmax(scores), targets[..., None], axis=-1)[..., 0]
+    return {"next_token_accuracy": float(np.mean(scores.argmax(axis=-1) == targets)),
+            "next_token_loss": float(-log_p.mean()), **unigram_baseline(rows, targets)}
 
 
 def discriminator_context(replaced_scores, rows, positions, fakes, batch_size=64):
@@ -63,44 +95,3 @@ def discriminator_context(replaced_scores, rows, positions, fakes, batch_size=64
     scores = np.concatenate([np.asarray(replaced_scores(corrupted[start:start + batch_size]), dtype=np.float64)
                              for start in range(0, len(rows), batch_size)])
     return {"detects_fakes": float(roc_auc_score(labels[kept], scores[kept]))}
-
-
-def token_context(preset, texts, sequence_length=64, electra=False, seed=0, max_rows=256):
-    """The check on a `pretrain` run's `preset/` on held-out `texts` (concatenated into `[CLS] ... [SEP]` rows of
-    `sequence_length`, at most `max_rows`): its masked-LM head, or with `electra` its generator
-    (`preset/generator/`) and discriminator. Returns the figures above and `slots` (those with a fake other than
-    the true token)."""
-    import pathlib
-
-    from keras import ops
-
-    from keras_bert_app.models.bert_pretrainer import BertPretrainer
-    from keras_bert_app.preprocessing.bert_tokenizer import BertTokenizer
-
-    tokenizer = BertTokenizer.from_preset(preset)
-    vocabulary = tokenizer.get_vocabulary()
-    specials = {name: vocabulary.index(name) for name in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-                if name in vocabulary}
-    ids = np.concatenate([np.zeros(0, np.int32), *map(np.asarray, tokenizer(list(texts)).to_list())]).astype(np.int32)
-    width = sequence_length - 2
-    if len(ids) < width:
-        raise ValueError(f"token_context: {len(ids)} tokens of text, fewer than one row of {width}.")
-    body = ids[:min(len(ids) // width, max_rows) * width].reshape(-1, width)
-    rows = np.pad(body, ((0, 0), (1, 0)), constant_values=specials["[CLS]"])
-    rows = np.pad(rows, ((0, 0), (0, 1)), constant_values=specials["[SEP]"])
-    positions, fakes = slots_and_fakes(rows, len(vocabulary), specials.values(), seed=seed)
-
-    def inputs(token_ids):
-        return {"token_ids": token_ids, "segment_ids": np.zeros_like(token_ids), "padding_mask": np.ones_like(token_ids)}
-
-    masked_lm = BertPretrainer.from_preset(pathlib.Path(preset) / "generator" if electra else preset)
-    result = masked_lm_context(lambda token_ids, slots: ops.convert_to_numpy(masked_lm(
-        {**inputs(token_ids), "mask_positions": slots}, training=False)["mlm"]), rows, positions, fakes,
-        specials["[MASK]"])
-    if electra:
-        from keras_bert_app.models.electra_pretrainer import ElectraPretrainer
-
-        pretrainer = ElectraPretrainer.from_preset(preset)
-        result.update(discriminator_context(lambda token_ids: ops.convert_to_numpy(pretrainer.discriminator_head(
-            pretrainer.discriminator(inputs(token_ids), training=False)["sequence_output"])), rows, positions, fakes))
-    return {**result, "slots": int((fakes != np.take_along_axis(rows, positions, axis=1)).sum())}

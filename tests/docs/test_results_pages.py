@@ -53,37 +53,75 @@ def test_finetune_parity_table_is_its_json():
         assert shows(cells["time / ours"], ratio)
 
 
-def test_objectives_study_table_is_its_json():
-    data = json.loads((DATA / "objectives_study" / "results.json").read_text())
-    rows, *ablation = tables(page("objectives-study"))
-    smaller_path = DATA / "objectives_study" / "smaller_budget" / "results.json"
-    assert len(ablation) == smaller_path.is_file()
+def _check_objectives_page(text, data):
+    """Every arm's row against the JSON: selected rate, steps, fine-tuned mean over all runs, probe means."""
     from keras_bert_app.demo.objectives_study_settings import ARMS
 
+    rows = next(rows for rows in tables(text) if rows and "verdict" in rows[0])
     titles = {arm.title: name for name, arm in ARMS.items()}
-    smaller = json.loads(smaller_path.read_text()) if ablation else {}
-    for cells in ablation[0] if ablation else []:  # each arm's fine-tuned mean at the smaller budget, then at this one
-        arm = titles[cells["encoder"]]
-        means = [statistics.mean(value for key, value in results.items() if key.startswith(f"finetune_{arm}_"))
-                 for results in (smaller, data)]
-        assert [shows(part.split(" ± ")[0], mean) for part, mean in zip(cells["fine-tuned"].split(" → "), means)] == [
-            True, True], cells
-    arms = [key.removeprefix("probe_") for key in data if key.startswith("probe_")]
-    assert [row["encoder"] for row in rows] == arms
+    arms = [titles[cells["encoder"]] for cells in rows if cells["encoder"] in titles]
+    assert arms == [name for name in ARMS if name in data["selected"]]
     for cells in rows:
-        arm = cells["encoder"]
-        accuracies = [value for key, value in data.items() if key.startswith(f"finetune_{arm}_")]
-        assert shows(cells["fine-tuned dev accuracy (mean)"], statistics.mean(accuracies))
-        assert shows(cells["probe [CLS]"], data[f"probe_{arm}"]["cls"])
-        assert shows(cells["probe mean"], data[f"probe_{arm}"]["mean"])
-        if f"pretrain_{arm}" in data:
-            assert shows(cells["steps"], data[f"pretrain_{arm}"]["steps"])
-            assert shows(cells["peak memory (MiB)"], data[f"pretrain_{arm}"]["peak_rss_mib"])
-            assert cells["peak learning rate"] == f"{data[f'pretrain_{arm}']['learning_rate']:g}"
-        context = data.get(f"context_{arm}")
-        cell = cells["which token fits (true over a frequency-drawn fake; 0.5: frequencies only)"]
-        assert cell == "-" if context is None else shows(cell.removeprefix("generator ").split(" ± ")[0],
-                                                         context["prefers_true"])
+        name = titles.get(cells["encoder"], "random" if cells["encoder"] == "random init" else None)
+        if name is None:  # a baseline
+            key = {"majority class": "majority", "bag of words": "bag_of_words", "surface features": "surface"}[
+                cells["encoder"]]
+            assert shows(cells["probe `[CLS]` (95% Wilson)"].split(" ± ")[0], data["baselines"][key])
+            continue
+        tuned = [value for key, value in data["finetune"].items() if key.rsplit("_p", 1)[0] == name]
+        assert len(tuned) >= 6 and shows(cells[next(k for k in cells if k.startswith("fine-tuned"))].split(" ± ")[0],
+                                         statistics.mean(tuned))
+        probes = [value for key, value in data["probe"].items() if key.rsplit("_p", 1)[0] == name]
+        assert shows(cells["probe mean"].split(" ± ")[0], statistics.mean(p["mean"] for p in probes))
+        if name != "random":
+            rate = data["selected"][name]["learning_rate"]
+            assert cells["selected rate"] == f"{rate:g}"
+            runs = [run for run in data["pretraining"].values() if run["arm"] == name and run["learning_rate"] == rate]
+            assert len(runs) >= 2 and shows(cells["steps"], runs[0]["steps"])
+
+
+def test_objectives_study_table_is_its_json():
+    from keras_bert_app.demo.objectives_study_settings import STUDY_VERSION
+
+    data = json.loads((DATA / "objectives_study" / "results.json").read_text())
+    text = page("objectives-study")
+    if data["settings"].get("version") == STUDY_VERSION:
+        _check_objectives_page(text, data)
+        assert (DATA / "objectives_study" / "task" / "train.csv").is_file()
+    else:  # an older version's run: withdrawn, none of its figures shown
+        assert "findings are withdrawn" in text and not tables(text)
+
+
+def test_objectives_study_page_of_a_collected_run_with_its_task(data_copy, tmp_path):
+    """A finished run of this version: collected with its task's CSVs, its page's cells are its JSON's."""
+    from tests.test_objectives_study import _results
+
+    run = tmp_path / "run"
+    (run / "task").mkdir(parents=True)
+    data = _results({"bert": [0.7, 0.71, 0.72, 0.7, 0.71, 0.72], "electra": [0.5] * 6, "random": [0.3] * 6},
+                    heldout={"electra": {"detects_fakes": 0.6, "masked_accuracy": 0.1, "slots": 2000}})
+    from keras_bert_app.demo.objectives_study_settings import STUDY_VERSION
+
+    data["settings"]["version"] = STUDY_VERSION
+    data["recipe"] = {"sequence_length": 64, "batch_size": 16, "finetune_epochs": 8, "finetune_batch_size": 16,
+                      "finetune_learning_rate": 5e-4}
+    data["task"] = {"train": {"examples": 40}, "dev": {"examples": 250}}
+    (run / "results.json").write_text(json.dumps(data))
+    with pytest.raises(tools.ResultsError, match="no 'runtime_seconds'"):  # written when the study ends
+        tools.docs_results.collect("objectives-study", run, data_copy)
+    data["runtime_seconds"] = 600.0
+    (run / "results.json").write_text(json.dumps(data))
+    for split in ("train", "dev"):
+        (run / "task" / f"{split}.csv").write_text("text,label\nA match.,sport\n")
+    tools.docs_results.collect("objectives-study", run, data_copy)
+    assert (data_copy / "objectives_study" / "task" / "dev.csv").read_text() == "text,label\nA match.,sport\n"
+    text = page("objectives-study", data_copy)
+    _check_objectives_page(text, data)
+    assert "did not train: no ranking" in text and "ELECTRA beats BERT" in text
+    del data["finetune"]  # unfinished: one line
+    (data_copy / "objectives_study" / "results.json").write_text(json.dumps(data))
+    with pytest.raises(tools.ResultsError, match="an unfinished study"):
+        page("objectives-study", data_copy)
 
 
 def test_chinese_masking_table_is_its_json():
@@ -161,36 +199,6 @@ def test_not_json_is_one_line(data_copy):
     with pytest.raises(tools.ResultsError, match=r"quickstart/stages/features.json: not JSON \(") as error:
         page("quickstart", data_copy)
     assert "\n" not in str(error.value)
-
-
-def test_objectives_study_steps_ablation_comes_from_the_smaller_run_collected_with_it(data_copy, tmp_path):
-    """A run folder with `smaller_budget/results.json` (the same study at a smaller --budget-steps): collected with
-    it, the page adds the ablation, each arm's figures at both budgets; without it, no such section."""
-    run = tmp_path / "run"
-    shutil.copytree(data_copy / "objectives_study", run)
-    shutil.rmtree(run / "smaller_budget", ignore_errors=True)
-    tools.docs_results.collect("objectives-study", run, data_copy)
-    assert not (data_copy / "objectives_study" / "smaller_budget").exists()
-    assert "Steps ablation" not in page("objectives-study", data_copy)
-    smaller = json.loads((data_copy / "objectives_study" / "results.json").read_text())
-    smaller["settings"]["budget_steps"] = 700
-    smaller["pretrain_bert"]["steps"] = 700
-    (run / "smaller_budget").mkdir()
-    (run / "smaller_budget" / "results.json").write_text(json.dumps(smaller))
-    tools.docs_results.collect("objectives-study", run, data_copy)
-    text = page("objectives-study", data_copy)
-    assert "`keras-bert-app study objectives --budget-steps 700`" in text
-    larger = json.loads((run / "results.json").read_text())
-    (rows,) = [rows for rows in tables(text) if "fine-tuned" in rows[0] and "probe `[CLS]`" in rows[0]]
-    (bert,) = [cells for cells in rows if cells["encoder"] == "BERT"]
-    assert bert[next(key for key in bert if key.startswith("steps at 700 → "))] == (
-        f"700 → {larger['pretrain_bert']['steps']:,}")
-    assert bert["probe `[CLS]`"] == f"{smaller['probe_bert']['cls']:.3f} → {larger['probe_bert']['cls']:.3f}"
-    del smaller["recipe"]  # not written by this version of the study: refused in one line, the data left as it was
-    (run / "smaller_budget" / "results.json").write_text(json.dumps(smaller))
-    with pytest.raises(tools.ResultsError, match=r"smaller_budget/results.json: not written by this version"):
-        tools.docs_results.collect("objectives-study", run, data_copy)
-    assert "--budget-steps 700" in page("objectives-study", data_copy)
 
 
 def test_the_build_command_reports_it_in_one_line(data_copy, monkeypatch, capsys):

@@ -98,26 +98,60 @@ def test_prefers_true_counts_ties_as_one_half():
     assert token_context.prefers_true([1.0, 2.0, 3.0, 0.0], [0.0, 2.0, 4.0, -1.0]) == pytest.approx(2.5 / 4)
 
 
-@pytest.mark.parametrize("objective", ["mlm", "electra"])
+def test_the_loss_beats_the_unigram_baseline_only_with_context():
+    rows = _rows(successor=True)
+    positions, fakes = token_context.slots_and_fakes(rows, VOCABULARY, SPECIALS.values())
+    frequencies_only = token_context.masked_lm_context(_frequency_head(rows), rows, positions, fakes, SPECIALS["[MASK]"])
+    assert frequencies_only["masked_loss"] == pytest.approx(frequencies_only["frequency_loss"], abs=0.02)
+    with_context = token_context.masked_lm_context(_successor_head, rows, positions, fakes, SPECIALS["[MASK]"])
+    assert with_context["masked_loss"] < frequencies_only["frequency_loss"] - 0.5
+
+
+def test_next_token_metrics_score_each_token_from_its_left():
+    rows = _rows(successor=True)
+
+    def successor(token_ids):  # at t, puts its mass on the word after token t
+        scores = np.zeros((*token_ids.shape, VOCABULARY))
+        guess = FIRST_WORD + (token_ids - FIRST_WORD + 1) % (VOCABULARY - FIRST_WORD)
+        np.put_along_axis(scores, guess[..., None], 10.0, axis=-1)
+        return scores
+
+    result = token_context.next_token_context(successor, rows)
+    # Position 1 follows [CLS] (no guess); the others follow their left neighbour 90% of the time.
+    assert result["next_token_accuracy"] == pytest.approx(0.9 * 29 / 30, abs=0.02)
+    assert result["next_token_loss"] < result["frequency_loss"]
+    log_frequencies = _frequency_head(rows)(rows, np.zeros((len(rows), 1), int))[0, 0]
+    unigram = token_context.next_token_context(lambda ids: np.broadcast_to(log_frequencies, (*ids.shape, VOCABULARY)),
+                                               rows)
+    assert unigram["next_token_loss"] == pytest.approx(unigram["frequency_loss"], abs=0.02)
+
+
+@pytest.mark.parametrize("objective", ["mlm", "electra", "ltr"])
 def test_a_pretraining_runs_preset_is_checked_with_its_own_heads(tmp_path, objective):
     import keras_bert_app as kba
+    from keras_bert_app.demo.objectives_study_runs import token_context as check
     from tests.tasks.tiny_presets import SPECIALS as TINY_SPECIALS
     from tests.tasks.tiny_presets import write_tiny_preset
 
     words = "the a team match goal coach player season win cup league final bank rate price".split()
     write_tiny_preset(tmp_path / "initial", TINY_SPECIALS + words, num_layers=1, hidden_dim=16)
-    encoder = kba.BertEncoder.from_preset(tmp_path / "initial")
     if objective == "electra":
-        pretrainer = kba.ElectraPretrainer(encoder, seed=0)
+        pretrainer = kba.ElectraPretrainer(kba.BertEncoder.from_preset(tmp_path / "initial"), seed=0)
+    elif objective == "ltr":
+        pretrainer = kba.LeftToRightPretrainer.from_preset(tmp_path / "initial")
     else:
-        pretrainer = kba.BertPretrainer(encoder, next_sentence_prediction=False)
+        pretrainer = kba.BertPretrainer(kba.BertEncoder.from_preset(tmp_path / "initial"), next_sentence_prediction=False)
     kba.BertTokenizer.from_preset(tmp_path / "initial").save_to_preset(tmp_path / "run")
     pretrainer.save_to_preset(tmp_path / "run")
     rng = np.random.default_rng(0)
     texts = [" ".join(rng.choice(words, 12)) for _ in range(40)]
-    result = token_context.token_context(tmp_path / "run", texts, sequence_length=16, electra=objective == "electra")
-    assert 0.8 * (12 * 40 // 14) * 2 < result["slots"] <= (12 * 40 // 14) * 2  # rows of 14 words, 2 slots each
-    assert 0 <= result["prefers_true"] <= 1 and 0 <= result["masked_accuracy"] <= 1
+    result = check(tmp_path / "run", texts, sequence_length=16, objective=objective)
+    if objective == "ltr":
+        assert result["slots"] == (12 * 40 // 14) * 14 and 0 <= result["next_token_accuracy"] <= 1
+        assert result["next_token_loss"] > 0
+    else:
+        assert 0.8 * (12 * 40 // 14) * 2 < result["slots"] <= (12 * 40 // 14) * 2  # rows of 14 words, 2 slots each
+        assert 0 <= result["prefers_true"] <= 1 and 0 <= result["masked_accuracy"] <= 1
     assert ("detects_fakes" in result) == (objective == "electra")
     with pytest.raises(ValueError, match="fewer than one row"):
-        token_context.token_context(tmp_path / "run", ["the team"], sequence_length=16, electra=objective == "electra")
+        check(tmp_path / "run", ["the team"], sequence_length=16, objective=objective)
