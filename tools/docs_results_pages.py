@@ -410,6 +410,7 @@ def objectives_study(result, files, provenance, folder):
                f"{data.get('load_average', ['?'])[0]}).")
     return "\n\n".join([
         "# Objectives study",
+        report.reading(data),
         "BERT, its own ablations (Table 5: No NSP, left-to-right; Table 8: masking procedures) and its successors "
         "(RoBERTa-, ALBERT-style, ELECTRA) pretrained at equal FLOPs on one pipeline, each arm's rate tuned on its "
         "own held-out pretraining metric, replicated over pretraining and fine-tuning seeds. The task's files "
@@ -417,7 +418,7 @@ def objectives_study(result, files, provenance, folder):
         _provenance(result, provenance.get("command") or command, data.get("machine"), data.get("versions"),
                     provenance),
         report.setup(data), "**Rules.** " + report.RULES,
-        report.table(data), report.reading(data),
+        report.table(data),
         "## The paper's directions at this scale", report.directions_table(data),
         "## Rate sweep: held-out pretraining metric at each rate (first pretraining seed)", report.sweep_table(data),
         runtime,
