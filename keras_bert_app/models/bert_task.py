@@ -12,7 +12,7 @@ import math
 import keras
 
 from keras_bert_app import errors, presets
-from keras_bert_app.compat import DistributionWorkarounds
+from keras_bert_app.compat import DictOutputNames, DistributionWorkarounds
 from keras_bert_app.convert import resolve
 from keras_bert_app.layers.initializers import truncated_normal
 from keras_bert_app.models import head_weights
@@ -28,7 +28,7 @@ def head_initializer(encoder):
     return truncated_normal(encoder.initializer_range)
 
 
-class BertTask(DistributionWorkarounds, keras.Model):
+class BertTask(DistributionWorkarounds, DictOutputNames, keras.Model):
     """Base of the models built on a `BertEncoder`: an encoder plus heads, built functionally.
 
     A subclass builds its graph in `__init__` (calling

@@ -65,6 +65,9 @@ def test_model_fit_on_this_backend(corpus_and_tokenizer):
         "mask_positions": keras.Input((PRED,), dtype="int32", name="mask_positions"),
     }
     hidden = keras.layers.Embedding(vocabulary_size, 4)(inputs["token_ids"])  # (batch, seq, 4)
+    # Every input feeds the outputs (Keras 3.11 refuses a functional model with an input not connected to them).
+    hidden = hidden + keras.layers.Embedding(2, 4)(inputs["segment_ids"])
+    hidden = hidden * keras.ops.expand_dims(keras.ops.cast(inputs["padding_mask"], "float32"), -1)
     gathered = keras.ops.take_along_axis(hidden, keras.ops.expand_dims(inputs["mask_positions"], -1), axis=1)
     outputs = {
         "mlm": keras.layers.Dense(vocabulary_size, name="mlm")(gathered),  # (batch, pred, vocab)
