@@ -10,6 +10,7 @@ runs everything for real, the child processes included.
 import csv
 import json
 import pathlib
+import time
 
 import keras
 import numpy as np
@@ -369,3 +370,25 @@ def test_an_arm_reads_its_own_data_with_its_objectives_recipe(monkeypatch, tmp_p
     objectives_study_runs.pretrain_arm("mlm", "preset", "r/*.tfrecord", tmp_path, 8, objectives_study_runs.Recipe(),
                                        options={"corruption": (1.0, 0.0), "adam_beta2": 0.98}, log=None)
     assert seen["data"] == "r/*.tfrecord" and (seen["corruption"], seen["adam_beta2"]) == ((1.0, 0.0), 0.98)
+
+
+def test_an_interrupted_call_keeps_its_time_in_the_runtime(quickstart_run, stand_ins, monkeypatch, tmp_path):
+    """The runtime a resumed study states is the sum of every call, the interrupted ones included."""
+    pytest.importorskip("matplotlib")
+    output = tmp_path / "study"
+    argv = ["study", "objectives", "--output", str(output), "--quickstart-run", str(quickstart_run), *ARGV]
+    finetune = objectives_study_runs.finetune_accuracy
+
+    def interrupted(*args, **kwargs):
+        time.sleep(0.3)  # some work, then the machine goes away
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(objectives_study_runs, "finetune_accuracy", interrupted)
+    assert cli.main(argv) not in (0, 2)  # interrupted: the entry point's own exit code
+    first = json.loads((output / "results.json").read_text())
+    assert "runtime_seconds" not in first and len(first["call_seconds"]) == 1 and first["call_seconds"][0] > 0
+    monkeypatch.setattr(objectives_study_runs, "finetune_accuracy", finetune)
+    assert cli.main(argv) == 0
+    results = json.loads((output / "results.json").read_text())
+    assert results["call_seconds"][0] == first["call_seconds"][0] and len(results["call_seconds"]) == 2
+    assert results["runtime_seconds"] == pytest.approx(sum(results["call_seconds"]), abs=0.11)

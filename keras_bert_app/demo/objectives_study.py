@@ -122,7 +122,11 @@ def study_objectives(
     results.setdefault("finetune", {})
     results.setdefault("probe", {})
 
+    calls = results.setdefault("call_seconds", [])
+    calls.append(0.0)  # this call's time so far, kept at every save: an interrupted call still counts
+
     def save():
+        calls[-1] = round(time.monotonic() - started, 1)
         write_atomically(output / RESULTS_FILE, json.dumps(results, indent=2) + "\n")
 
     save()
@@ -149,9 +153,8 @@ def study_objectives(
     _evaluate_all(context, task, objectives, seeds, pretraining_seeds)
     from keras_bert_app.demo.objectives_study_report import write_plot, write_report
 
-    calls = results.setdefault("call_seconds", [])
-    calls.append(round(time.monotonic() - started, 1))
-    results["runtime_seconds"] = round(sum(calls), 1)
+    calls[-1] = round(time.monotonic() - started, 1)
+    results["runtime_seconds"] = round(sum(calls), 1)  # written when the study ends
     results["load_average"] = [round(value, 2) for value in os.getloadavg()]
     save()
     report = write_report(output / "report.md", results, log)
