@@ -22,6 +22,15 @@ def _table(header, rows):
     return "\n".join(lines)
 
 
+def _split_table(markdown, *columns):
+    """A markdown table as several, each with the first column and the given column indices: a table too wide
+    for the page's column becomes narrower ones that read side by side by their first column."""
+    rows = [[cell.strip() for cell in line.strip().strip("|").split(" | ")] for line in markdown.strip().splitlines()]
+    header, body = rows[0], [row for row in rows[2:]]
+    return "\n\n".join(_table([header[0]] + [header[i] for i in part], [[row[0]] + [row[i] for i in part]
+                                                                         for row in body]) for part in columns)
+
+
 def _versions_line(versions):
     return ", ".join(f"{name} {version}" for name, version in sorted(versions.items())) or "not recorded"
 
@@ -242,7 +251,7 @@ def serving(result, files, provenance, folder):
         f"{data['sequence_length']}.",
         _provenance(result, data["command"], data["machine"], data["versions"], provenance),
         f"- **Note:** {data['machine']['note']}",
-        "## Rows", _table(header, rows),
+        "## Rows", _split_table(_table(header, rows), (1,), (2, 3, 4, 5), (6, 7, 8)),
         "## Ratios", "Above 1: the row is faster than the peer.", _table(ratio_header, ratio_rows),
         *(["## Read from the table", "\n".join(lines)] if lines else []),
     ]) + "\n"
@@ -418,7 +427,7 @@ def objectives_study(result, files, provenance, folder):
         _provenance(result, provenance.get("command") or command, data.get("machine"), data.get("versions"),
                     provenance),
         report.setup(data), "**Rules.** " + report.RULES,
-        report.table(data),
+        _split_table(report.table(data), (1, 2, 3, 4), (5, 6, 7, 8)),
         "## The paper's directions at this scale", report.directions_table(data),
         "## Rate sweep: held-out pretraining metric at each rate (first pretraining seed)", report.sweep_table(data),
         runtime,
