@@ -369,12 +369,9 @@ def _pretrain(context, arm, seed, rate):
 
 
 def _release_memory():
-    import gc
-
     import keras
 
     keras.backend.clear_session()
-    gc.collect()
 
 
 def select_rate(results: dict, arm: str, seed: int, rates: Sequence[float]) -> dict:

@@ -57,7 +57,13 @@ def _check_objectives_page(text, data):
     """Every arm's row against the JSON: selected rate, steps, fine-tuned mean over all runs, probe means."""
     from keras_bert_app.demo.objectives_study_settings import ARMS
 
-    rows = next(rows for rows in tables(text) if rows and "verdict" in rows[0])
+    merged = {}  # the main table, split by column groups to fit the page: joined again by encoder
+    for part in tables(text):
+        if part and "encoder" in part[0] and not any(column.startswith("lr ") for column in part[0]):
+            for cells in part:
+                merged.setdefault(cells["encoder"], {}).update(cells)
+    rows = list(merged.values())
+    assert rows and all("verdict" in cells and "selected rate" in cells for cells in rows)
     titles = {arm.title: name for name, arm in ARMS.items()}
     arms = [titles[cells["encoder"]] for cells in rows if cells["encoder"] in titles]
     assert arms == [name for name in ARMS if name in data["selected"]]
