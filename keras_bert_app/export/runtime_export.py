@@ -44,6 +44,11 @@ UNSUPPORTED = {
 }
 
 
+# ONNX and OpenVINO were checked on Keras 3.15.1 and fail on the Keras 3.11.3 floor (CI's floor job); the
+# versions between were not checked, so they are refused too.
+NEWEST_CHECKED_KERAS = (3, 15)
+
+
 def check_runtime(format):
     """Raise `ArgumentError` (one line) for an unknown or unsupported format or a missing extra."""
     import importlib.util
@@ -53,6 +58,15 @@ def check_runtime(format):
         return
     if format in UNSUPPORTED:
         raise errors.ArgumentError("format", f"export --format {format}: {UNSUPPORTED[format]}.")
+    import keras
+
+    found = tuple(int(part) for part in keras.__version__.split(".")[:2])
+    if found < NEWEST_CHECKED_KERAS:
+        raise errors.ArgumentError(
+            "format", f"export --format {format} needs Keras {'.'.join(map(str, NEWEST_CHECKED_KERAS))} or newer "
+            f"(found {keras.__version__}): at the Keras 3.11 / TensorFlow 2.20 floor its ONNX export leaves "
+            "exact GELU's Erfc to tf2onnx and its OpenVINO export imports the removed openvino.runtime."
+        )
     extra, modules, _ = RUNTIMES[format]
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if missing:

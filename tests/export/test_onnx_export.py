@@ -10,6 +10,12 @@ import numpy as np
 import pytest
 
 from keras_bert_app import cli, presets
+from keras_bert_app.export.runtime_export import NEWEST_CHECKED_KERAS
+
+# ONNX and OpenVINO exports are refused below the Keras they were checked on (one line, tested below).
+pytestmark = pytest.mark.skipif(
+    tuple(int(part) for part in keras.__version__.split(".")[:2]) < NEWEST_CHECKED_KERAS,
+    reason=f"export --format onnx/openvino needs Keras {NEWEST_CHECKED_KERAS} (found {keras.__version__})")
 from keras_bert_app.models.bert_classifier import BertClassifier
 from keras_bert_app.models.bert_encoder import BertEncoder
 from keras_bert_app.preprocessing.bert_preprocessor import BertPreprocessor
@@ -256,3 +262,14 @@ def test_finetuned_minilm_onnx_agrees_with_keras_on_200_sentences(tmp_path):
     assert imported == [] and len(texts) == 200
     for served, _ in results:
         np.testing.assert_allclose(served["probabilities"], expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("format", ["onnx", "openvino"])
+def test_a_keras_older_than_the_checked_one_is_refused_in_one_line(format, monkeypatch):
+    from keras_bert_app import errors
+    from keras_bert_app.export.runtime_export import check_runtime
+
+    monkeypatch.setattr(keras, "__version__", "3.11.3")
+    with pytest.raises(errors.ArgumentError, match=r"needs Keras 3\.15 or newer \(found 3\.11\.3\)") as raised:
+        check_runtime(format)
+    assert "\n" not in str(raised.value)
