@@ -69,6 +69,8 @@ def user_command(words, output):
     for index, word in enumerate(words[:-1]):
         if word == "--output":
             words[index + 1] = output
+        elif word == "--workdir":  # a scratch folder of the run's own choosing
+            words[index + 1] = "bench_work"
     return " ".join(words)
 
 
@@ -249,7 +251,8 @@ def serving(result, files, provenance, folder):
         f"words) request, tokenization included (p50/p99), throughput at batch 32, the process's peak memory and "
         f"the accuracy on {data['dev_size']} dev headlines. Every row serves the same weights at sequence length "
         f"{data['sequence_length']}.",
-        _provenance(result, data["command"], data["machine"], data["versions"], provenance),
+        _provenance(result, user_command(data["command"], "bench_serving.json"), data["machine"], data["versions"],
+                    provenance),
         f"- **Note:** {data['machine']['note']}",
         "## Rows", _split_table(_table(header, rows), (1,), (2, 3, 4, 5), (6, 7, 8)),
         "## Ratios", "Above 1: the row is faster than the peer.", _table(ratio_header, ratio_rows),
