@@ -392,3 +392,15 @@ def test_an_interrupted_call_keeps_its_time_in_the_runtime(quickstart_run, stand
     results = json.loads((output / "results.json").read_text())
     assert results["call_seconds"][0] == first["call_seconds"][0] and len(results["call_seconds"]) == 2
     assert results["runtime_seconds"] == pytest.approx(sum(results["call_seconds"]), abs=0.11)
+
+
+def test_the_runtime_never_reads_less_than_the_pretraining_runs_recorded_time():
+    from keras_bert_app.demo.objectives_study_report import runtime_sentence
+
+    runs = {"a": {"seconds": 1800.0}, "b": {"seconds": 1500.0}}
+    lost = runtime_sentence({"call_seconds": [1200.0], "runtime_seconds": 1200.0, "pretraining": runs,
+                             "load_average": [6.5]})
+    assert lost.startswith("Runtime: at least 55 min") and "recorded 20 min over 1 call " in lost
+    kept = runtime_sentence({"call_seconds": [3000.0, 900.0], "runtime_seconds": 3900.0, "pretraining": runs,
+                             "load_average": [1.0]})
+    assert kept.startswith("Runtime: 65 min over 2 calls,") and "at least" not in kept

@@ -417,9 +417,7 @@ def objectives_study(result, files, provenance, folder):
         f"keras-bert-app study objectives --budget-steps {settings['budget_steps']} --learning-rates "
         f"{','.join(f'{rate:g}' for rate in settings['learning_rates'])} --pretraining-seeds "
         f"{','.join(map(str, report.pretraining_seeds(data)))}")
-    runtime = (f"Runtime: {data.get('runtime_seconds', 0) / 60:.0f} min over {len(data.get('call_seconds', []))} "
-               f"call(s), on a machine shared with other work (load average at the end "
-               f"{data.get('load_average', ['?'])[0]}).")
+    runtime = report.runtime_sentence(data)
     return "\n\n".join([
         "# Objectives study",
         report.reading(data),

@@ -289,6 +289,21 @@ def setup(results: dict) -> str:
     )
 
 
+def runtime_sentence(results: dict) -> str:
+    """The study's runtime: its calls' recorded time, and never less than its pretraining runs' own recorded time
+    (a call interrupted before the study kept every call's time is missing from the first)."""
+    calls = results.get("call_seconds", ())
+    called = results.get("runtime_seconds", sum(calls))
+    pretraining = sum(run.get("seconds", 0) for run in results.get("pretraining", {}).values())
+    load = f"on a machine shared with other work (load average at the end {results.get('load_average', ['?'])[0]})"
+    over = f" over {len(calls)} call{'s' if len(calls) != 1 else ''}"
+    if pretraining > called:
+        return (f"Runtime: at least {pretraining / 60:.0f} min, the pretraining runs' own recorded time; the calls "
+                f"recorded {called / 60:.0f} min{over} (an interrupted call whose time was not kept is missing "
+                f"there), {load}.")
+    return f"Runtime: {called / 60:.0f} min{over}, {load}."
+
+
 def write_report(path: pathlib.Path, results: dict, log: Callable[[str], None] = print) -> pathlib.Path:
     """`report.md`: the setup, the rules, the tables and the reading; the main table is logged too."""
     text = "\n\n".join([
@@ -296,9 +311,7 @@ def write_report(path: pathlib.Path, results: dict, log: Callable[[str], None] =
         setup(results), "Rules: " + RULES, table(results), reading(results),
         "## The paper's directions at this scale", directions_table(results),
         "## Rate sweep (held-out pretraining metric, first pretraining seed)", sweep_table(results),
-        f"Runtime: {results.get('runtime_seconds', 0) / 60:.1f} min"
-        + (f" over {len(results['call_seconds'])} calls" if len(results.get("call_seconds", ())) > 1 else "")
-        + f", load average at the end {results.get('load_average', ['?'])[0]}.",
+        runtime_sentence(results),
     ]) + "\n"
     path.write_text(text, encoding="utf-8")
     log("\n" + table(results) + "\n\n" + reading(results))
