@@ -260,6 +260,7 @@ def export_for_serving(
 
 def _from_folder(folder, preprocessor, head, sequence_length, label_names):
     """`(model, preprocessor, task or None, label names)` of a run or preset folder."""
+    from keras_bert_app.convert import resolve
     from keras_bert_app.convert.local_preset import preset_folder
     from keras_bert_app.export.preset_loading import load_for_serving
     from keras_bert_app.models.sequence_length import sequence_length_for
@@ -268,7 +269,8 @@ def _from_folder(folder, preprocessor, head, sequence_length, label_names):
     from keras_bert_app.tasks.registry import task_from_entry
 
     check_preset("model", folder)
-    folder = preset_folder(folder)  # a run folder's preset/; a foreign checkpoint converted
+    # A run folder's preset/; a foreign checkpoint converted. Resolved once: the loaders below take it as it is.
+    folder = resolve.resolve_preset(preset_folder(folder))
     model, entry = load_for_serving(folder, head)
     task = task_from_entry(entry) if entry.get("class_name") else None
     if preprocessor is None:
