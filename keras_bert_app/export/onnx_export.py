@@ -31,6 +31,7 @@ def write_onnx(serving_model, folder, head, signature, output_names, quantize=No
     model = onnx.load(str(path))
     onnx_fusion.fuse_gelus(model)  # before replace_erfc: it reads GELU's Erfc
     onnx_fusion.fuse_layer_norms(model)
+    onnx_fusion.drop_squeezed_ones(model)
     onnx_graph.replace_erfc(model)
     names = {f"args_0_{name}": name for name in INPUT_NAMES}
     # tf2onnx's outputs come in Keras' flattening order of the output dict: sorted keys.

@@ -12,7 +12,10 @@ time. These rewrites replace each with what the exporters of PyTorch emit:
 
 - `fuse_layer_norms`: the 11 nodes -> ONNX's `LayerNormalization` (opset 17);
 - `fuse_gelus`: `0.5 x erfc(-x / sqrt 2)` -> `0.5 x (1 + erf(x / sqrt 2))`
-  (the same function), which ONNX Runtime fuses into `Gelu`/`BiasGelu`.
+  (the same function), which ONNX Runtime fuses into `Gelu`/`BiasGelu`;
+- `drop_squeezed_ones`: tf2onnx's einsum (each `EinsumDense`) reshapes its
+  product to trailing axes of size 1 and squeezes them: one `Reshape` to
+  the final shape instead.
 
 Each match is checked whole (every inner value used only inside it, the
 constants of the right size); a graph without the pattern is left as it is.
@@ -244,5 +247,49 @@ def fuse_gelus(model):
                helper.make_node("Mul", [f"{name}/x_times", f"{name}/half"], [nodes[-1].output[0]],
                                 name=f"{name}/half_mul")]
         matches.append((nodes, new))
+    _replace(model.graph, matches)
+    return len(matches)
+
+
+def _length(name, graph):
+    """The number of entries of a 1-D shape piece: a constant's, or a `Gather` of constant indices'; else None."""
+    value = graph.constant(name)
+    if value is not None:
+        return value.size
+    gather = graph.node(name, "Gather")
+    indices = graph.constant(gather.input[1]) if gather is not None else None
+    return None if indices is None or indices.ndim != 1 else indices.size
+
+
+def drop_squeezed_ones(model):
+    """`Squeeze(Reshape(x, Concat(..., ones)), last axes)` -> `Reshape(x, Concat(...))` in `model`.
+
+    Returns their number.
+    """
+    from onnx import helper
+
+    graph = _Graph(model.graph)
+    matches = []
+    for squeeze in list(model.graph.node):
+        if squeeze.op_type != "Squeeze" or len(squeeze.input) != 2:
+            continue
+        reshape = graph.node(squeeze.input[0], "Reshape")
+        concat = graph.node(reshape.input[1], "Concat") if reshape is not None else None
+        axes, ones = graph.constant(squeeze.input[1]), graph.constant(concat.input[-1]) if concat else None
+        if concat is None or axes is None or ones is None or not (ones.ndim == 1 and (ones == 1).all()):
+            continue
+        lengths = [_length(name, graph) for name in concat.input]
+        if None in lengths:
+            continue
+        rank = sum(lengths)
+        if sorted(int(axis) % rank for axis in axes.reshape(-1)) != list(range(rank - ones.size, rank)):
+            continue
+        if not graph.inner([concat, reshape, squeeze], {squeeze.output[0]}):
+            continue
+        shape = f"{concat.name}/without_ones"
+        matches.append(([concat, reshape, squeeze], [
+            helper.make_node("Concat", list(concat.input[:-1]), [shape], name=shape, axis=0),
+            helper.make_node("Reshape", [reshape.input[0], shape], [squeeze.output[0]], name=reshape.name),
+        ]))
     _replace(model.graph, matches)
     return len(matches)

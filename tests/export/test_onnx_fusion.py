@@ -87,3 +87,27 @@ def test_a_layer_norm_whose_mean_is_used_elsewhere_is_left_as_it_is():
         pytest.fail(f"tf2onnx's layer norm changed form: {before}")
     assert onnx_fusion.fuse_layer_norms(model) == 0
     assert op_types(model) == before
+
+
+def test_an_einsum_dense_reshapes_once_instead_of_reshaping_and_squeezing():
+    import tensorflow as tf
+    import tf2onnx
+
+    from keras_bert_app.export import onnx_fusion
+
+    keras.utils.set_random_seed(4)
+    projection = keras.layers.EinsumDense("bsh,hnd->bsnd", output_shape=(None, 2, 4), bias_axes="nd")
+    merge = keras.layers.EinsumDense("bsnd,ndh->bsh", output_shape=(None, 8), bias_axes="h")
+    spec = [tf.TensorSpec([None, None, 8], tf.float32)]
+    function = tf.function(lambda x: merge(projection(x)), input_signature=spec)
+    model, _ = tf2onnx.convert.from_function(function, input_signature=spec, opset=17)
+    x = np.random.default_rng(1).normal(size=(2, 3, 8)).astype("float32")
+    reference = run(model, x)[0]
+    assert op_types(model).count("Squeeze") == 2
+    assert onnx_fusion.drop_squeezed_ones(model) == 2
+    onnx.checker.check_model(model)
+    assert "Squeeze" not in op_types(model)
+    np.testing.assert_allclose(run(model, x)[0], reference, atol=1e-6)
+    for shape in ((1, 1, 8), (4, 7, 8)):  # other batch sizes and lengths
+        y = np.ones(shape, np.float32)
+        np.testing.assert_allclose(run(model, y)[0], keras.ops.convert_to_numpy(merge(projection(y))), atol=1e-5)
