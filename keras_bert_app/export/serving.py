@@ -132,7 +132,8 @@ def export_for_serving(
       mask (see `MaskedLMServingHead`).
 
     Args:
-        model: one of the models above, or a run or preset folder (str or path).
+        model: one of the models above, or a run or preset folder (str or path, or
+            the `convert.resolve.ResolvedPreset` of one: not read again).
         export_base: str or path. The model's base folder in TF Serving's layout.
         preprocessor: `BertPreprocessor` whose tokenizer matches the model's
             vocabulary; its `sequence_length` is the served length. Needed

@@ -80,3 +80,15 @@ def test_a_resolved_preset_is_taken_as_it_is(tmp_path, recorded):
     assert model.num_classes == 2 and preprocessor.sequence_length == 8 and task.label_names == ["no", "yes"]
     assert str(resolved) == str(run / "preset") and resolved.file("model.weights.h5") is not None
     assert resolved.file("pretrainer.weights.h5") is None
+
+
+def test_export_takes_a_resolved_preset_and_reads_nothing_again(tmp_path, monkeypatch, recorded):
+    from keras_bert_app.export import serving
+
+    run = write_run(tmp_path / "run")
+    resolved = resolve.resolve_preset(run / "preset")
+    monkeypatch.setattr(serving, "write_saved_model", lambda model, head, target, warmup: target)
+    recorded.update(resolve_arguments=[], config_reads=0)
+    serving.export_for_serving(resolved, tmp_path / "out")
+    assert recorded["config_reads"] == 0
+    assert recorded["resolve_arguments"] and all(argument is resolved for argument in recorded["resolve_arguments"])
