@@ -28,6 +28,7 @@ import warnings
 from typing import Callable, Optional, Union
 
 from keras_bert_app import errors
+from keras_bert_app.convert import resolve
 from keras_bert_app.data.bucketing import describe as describe_padding
 from keras_bert_app.models.sequence_length import sequence_length_for
 from keras_bert_app.tasks.base import Task, check_preset
@@ -151,7 +152,7 @@ def finetune(
     log = log or (lambda message: None)
     task = resolve_task(task, task_options)
     task.check_training_options()
-    check_preset("preset", preset)
+    preset = resolve.resolve_preset(check_preset("preset", preset))  # read once, passed down as it is
     output = errors.check_path("output", output)
     defaults = task.DEFAULTS
     learning_rate, layerwise_lr_decay = _family_recipe(preset, learning_rate, layerwise_lr_decay, log)

@@ -1,9 +1,11 @@
 """A preset is resolved once, at the entry: the loaders get the `ResolvedPreset`, not its path again."""
 
+import os
+
 import keras
 import pytest
 
-from keras_bert_app import presets
+from keras_bert_app import cli, presets
 from keras_bert_app.convert import detect, resolve
 from keras_bert_app.models.bert_classifier import BertClassifier
 from keras_bert_app.models.bert_encoder import BertEncoder
@@ -27,12 +29,13 @@ def write_run(run):
 @pytest.fixture
 def recorded(monkeypatch):
     """Every argument `resolve_preset` gets, and how often a config.json is read, from here on."""
-    record = {"resolve_arguments": [], "config_reads": 0}
+    record = {"resolve_arguments": [], "config_reads": 0, "config_folders": []}
 
     def counting(function):
-        def wrapper(*args, **kwargs):
+        def wrapper(name_or_path, *args, **kwargs):
             record["config_reads"] += 1
-            return function(*args, **kwargs)
+            record["config_folders"].append(str(name_or_path))
+            return function(name_or_path, *args, **kwargs)
         return wrapper
 
     original = resolve.resolve_preset
@@ -92,3 +95,55 @@ def test_export_takes_a_resolved_preset_and_reads_nothing_again(tmp_path, monkey
     serving.export_for_serving(resolved, tmp_path / "out")
     assert recorded["config_reads"] == 0
     assert recorded["resolve_arguments"] and all(argument is resolved for argument in recorded["resolve_arguments"])
+
+
+def _csv(path, texts):
+    path.write_text("text,label\n" + "".join(f"{text},{'yes' if i % 2 else 'no'}\n" for i, text in enumerate(texts)))
+    return path
+
+
+TEXTS = ["the cat sat", "a dog ran home", "the bank raised rates", "shares fell", "the team won", "rain today"]
+
+# Each command that takes --preset, at tiny sizes: {tiny} is an encoder preset folder, {run} a finetune run folder
+# (read as its preset/), {data} a folder with text.csv and sentences.txt; the folder whose config is counted.
+COMMANDS = {
+    "predict": ("predict --preset {run} --input {data}/text.csv --output {out}/predictions.jsonl", "run"),
+    "evaluate": ("evaluate --preset {run} --input {data}/text.csv", "run"),
+    "finetune": ("finetune classify --train {data}/text.csv --dev {data}/text.csv --text-column text "
+                 "--label-column label --preset {tiny} --output {out}/run --epochs 1 --batch-size 4 "
+                 "--sequence-length 16", "tiny"),
+    "extract_features": ("extract-features --input {data}/sentences.txt --preset {tiny} --layers=-1 "
+                         "--output {out}/features.jsonl --sequence-length 16", "tiny"),
+    "pretrain": ("pretrain --preset {tiny} --corpus {data}/sentences.txt --output {out}/pretrain --steps 1 "
+                 "--batch-size 2 --max-seq-length 16 --checkpoint-every 1 --jit-compile false --verbose 0", "tiny"),
+    "summary": ("summary --preset {tiny} --sequence-length 8 --batch-size 1", "tiny"),
+}
+
+
+@pytest.fixture(scope="module")
+def command_inputs(tmp_path_factory, shared_data):
+    from tests.tasks.tiny_presets import write_tiny_preset
+
+    root = tmp_path_factory.mktemp("commands")
+    tiny = write_tiny_preset(root / "tiny", shared_data / "vocab" / "bert_uncased_vocab.txt")
+    run = write_run(root / "run")
+    presets.write_config_entry(run / "preset", "task", {**presets.read_config(run / "preset")["task"], "data": {
+        "reader": "classify", "sequence_length": 16, "text_column": "text", "text_pair_column": None,
+        "label_column": "label", "regression": False}})
+    data = root / "data"
+    data.mkdir()
+    _csv(data / "text.csv", TEXTS)
+    (data / "sentences.txt").write_text("\n".join(TEXTS[:3]) + "\n\n" + "\n".join(TEXTS[3:]) + "\n")
+    return {"tiny": tiny, "run": run, "data": data}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_each_command_reads_its_preset_config_once(command, command_inputs, tmp_path, recorded, capsys):
+    argv, counted = COMMANDS[command]
+    folder = command_inputs[counted]
+    recorded.update(resolve_arguments=[], config_reads=0, config_folders=[])
+    code = cli.main(argv.format(out=tmp_path, **command_inputs).split())
+    assert code == 0, capsys.readouterr().err
+    preset = folder / "preset" if counted == "run" else folder
+    reads = [read for read in recorded["config_folders"] if os.path.realpath(read) == os.path.realpath(preset)]
+    assert len(reads) == 1, recorded["config_folders"]
