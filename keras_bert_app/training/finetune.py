@@ -308,16 +308,11 @@ def finetune(
 def _family_recipe(preset, learning_rate, layerwise_lr_decay, log):
     """An ELECTRA preset's reference rate and layer-wise decay where the caller gave none (`models.electra_recipe`).
 
-    Epochs (3; SQuAD 2) and the 10% warmup are every task's defaults already.
+    Epochs (3; SQuAD 2) and the 10% warmup are every task's defaults already. `preset` is resolved.
     """
-    from keras_bert_app.convert.resolve import read_config
     from keras_bert_app.models import electra_recipe
 
-    try:
-        config = read_config(preset)
-    except (errors.KerasBertAppError, ValueError, OSError):  # its own error comes where the model is built
-        return learning_rate, layerwise_lr_decay
-    if not electra_recipe.is_electra_config(config):
+    if not electra_recipe.is_electra_config(preset.config):
         return learning_rate, layerwise_lr_decay
     if learning_rate is None:
         learning_rate = electra_recipe.FINETUNING_LEARNING_RATE
