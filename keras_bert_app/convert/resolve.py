@@ -4,6 +4,11 @@
 ours, HF, keras-hub or an original Google release) becomes our preset
 config: every `from_preset` goes through it. It reads formats and fills the
 model it is given; it never builds one (layer 1).
+
+Resolve once, at the entry, and pass the `ResolvedPreset` down: every
+`from_preset` (models, tokenizers, preprocessors) and `resolve_preset` itself
+take it as it is, so its folder, config, format, weights and task entry are
+read once (and it is a path-like of its folder for code that wants a path).
 """
 
 import dataclasses
@@ -37,6 +42,22 @@ class ResolvedPreset:
     folder: pathlib.Path
     config: dict
     source_format: str = None
+
+    def __fspath__(self):
+        return str(self.folder)
+
+    def __str__(self):
+        return str(self.folder)
+
+    @property
+    def task(self):
+        """The "task" entry a `finetune` run wrote into the config (`{}` for an encoder preset)."""
+        return self.config.get("task") or {}
+
+    def file(self, name):
+        """The folder's file `name` (e.g. `pretrainer.weights.h5`), or None when it has none."""
+        path = self.folder / name
+        return path if path.is_file() else None
 
     @property
     def vocabulary_path(self):
@@ -123,7 +144,8 @@ def resolve_preset(preset, fetch_weights=False):
     Args:
         preset: str or path. A built-in name (`presets.names()`), one of our
             preset folders, an HF checkpoint folder, a keras-hub preset or an
-            original Google release.
+            original Google release; or a `ResolvedPreset`, returned as it is
+            (read again only to fetch the weights it lacks).
         fetch_weights: bool. For a built-in preset whose folder has no
             weights but names hub sources: download them once (`convert.hub`)
             and resolve the cached checkpoint instead.
@@ -135,6 +157,10 @@ def resolve_preset(preset, fetch_weights=False):
         PresetError: an unknown name, a folder that is no preset, a malformed
             config, or (with `fetch_weights`) weights that cannot be fetched.
     """
+    if isinstance(preset, ResolvedPreset):
+        if fetch_weights and not preset.has_weights and preset.config.get("weights"):
+            return resolve_preset(preset.folder, fetch_weights=True)
+        return preset
     if not isinstance(preset, (str, pathlib.PurePath)):
         raise errors.ArgumentTypeError(
             "preset", f"preset must be a preset name or folder (str or path); got {type(preset).__name__} {preset!r}."

@@ -8,7 +8,7 @@ registered on the `SessionOptions`). With `quantize="int8"`, the weights of
 the matrix multiplications are int8 (ONNX Runtime's dynamic quantization).
 """
 
-from keras_bert_app.export import onnx_graph
+from keras_bert_app.export import onnx_fusion, onnx_graph
 from keras_bert_app.export.serving_head import INPUT_NAMES
 
 OPSET = 17
@@ -29,6 +29,9 @@ def write_onnx(serving_model, folder, head, signature, output_names, quantize=No
         str(path), format="onnx", input_signature=signature, opset_version=OPSET, verbose=False
     )
     model = onnx.load(str(path))
+    onnx_fusion.fuse_gelus(model)  # before replace_erfc: it reads GELU's Erfc
+    onnx_fusion.fuse_layer_norms(model)
+    onnx_fusion.drop_squeezed_ones(model)
     onnx_graph.replace_erfc(model)
     names = {f"args_0_{name}": name for name in INPUT_NAMES}
     # tf2onnx's outputs come in Keras' flattening order of the output dict: sorted keys.

@@ -5,7 +5,7 @@ tokenization (lowercasing and accent stripping for an uncased vocabulary,
 punctuation and CJK characters split) and WordPiece, then adds `[CLS]` and
 `[SEP]` and truncates to the served length. Its accent stripping covers
 Latin-1 letters only, so the graph first rewrites other accented letters
-(`accent_nodes`). It tokenizes one string per
+(`accent_nodes`, when a text has one). It tokenizes one string per
 call, so the graph loops over the batch (`Loop`), pads each row to S, and
 cuts the batch to its longest row, as the SavedModel's length buckets do:
 
@@ -25,6 +25,8 @@ from keras_bert_app import errors
 
 DOMAIN = "ai.onnx.contrib"
 IDS = ("tokenizer_token_ids", "tokenizer_segment_ids", "tokenizer_padding_mask")
+# Unicode blocks whose accented letters the graph rewrites: Latin, Greek and Cyrillic (with extensions).
+ACCENT_BLOCKS = ((0x00C0, 0x0250), (0x0370, 0x0530), (0x1E00, 0x2000))
 
 
 def check_tokenizer(preprocessor, text_pair=False):
@@ -60,7 +62,7 @@ def accent_table():
     import unicodedata
 
     table = {}
-    for code in list(range(0x00C0, 0x0250)) + list(range(0x0370, 0x0530)) + list(range(0x1E00, 0x2000)):
+    for code in [code for start, end in ACCENT_BLOCKS for code in range(start, end)]:
         letter = chr(code)
         plain = "".join(c for c in unicodedata.normalize("NFD", letter) if unicodedata.category(c) != "Mn")
         if plain != letter and len(plain) == 1 and unicodedata.category(letter).startswith("L"):
@@ -69,7 +71,13 @@ def accent_table():
 
 
 def accent_nodes(text, output):
-    """`StringRegexReplace` nodes: `text` -> `output` without marks (Mn) and with each accented letter plain."""
+    """Nodes: `text` -> `output` without marks (Mn) and with each accented letter plain.
+
+    One `StringRegexReplace` a letter (about a hundred), run only when a text
+    of the batch needs them: an `If` on a regex over the batch first (any
+    character above ASCII: cheap), then another (a mark or a letter of the
+    table's blocks), so that an ASCII request pays one regex, not a hundred.
+    """
     import onnx
     from onnx import helper
 
@@ -77,16 +85,45 @@ def accent_nodes(text, output):
         tensor = helper.make_tensor(name, onnx.TensorProto.STRING, [1], [value.encode("utf-8")])
         return helper.make_node("Constant", [], [name], name=name, value=tensor)
 
-    rewrites = [(r"\p{Mn}", "")] + [(f"[{letters}]", plain) for plain, letters in accent_table().items()]
+    table = accent_table()
+    rewrites = [(r"\p{Mn}", "")] + [(f"[{letters}]", plain) for plain, letters in table.items()]
     nodes, current = [], text
     for index, (pattern, rewrite) in enumerate(rewrites):
-        result = output if index == len(rewrites) - 1 else f"{text}_rewritten_{index}"
+        result = f"{output}_rewritten" if index == len(rewrites) - 1 else f"{text}_rewritten_{index}"
         nodes += [constant(f"accent_pattern_{index}", pattern), constant(f"accent_rewrite_{index}", rewrite),
                   helper.make_node("StringRegexReplace", [current, f"accent_pattern_{index}",
                                                           f"accent_rewrite_{index}"], [result],
                                    domain=DOMAIN, global_replace=1)]
         current = result
-    return nodes
+    accented = "[" + "".join(f"\\x{{{start:04x}}}-\\x{{{end - 1:04x}}}" for start, end in ACCENT_BLOCKS) + r"\p{Mn}]"
+    nodes = _unless_matched(text, accented, nodes, f"{output}_rewritten", f"{output}_accented", "accented")
+    return _unless_matched(text, r"[^\x00-\x7f]", nodes, f"{output}_accented", output, "non_ascii")
+
+
+def _unless_matched(text, pattern, nodes, nodes_output, output, name):
+    """Nodes: `output` = `text` when no text of the batch matches `pattern`, else `nodes`' `nodes_output`."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    def graph(graph_nodes, graph_output, graph_name):
+        return helper.make_graph(graph_nodes, graph_name, [], [
+            helper.make_tensor_value_info(graph_output, TensorProto.STRING, [None])])
+
+    strings = [helper.make_tensor(f"{name}_{key}", onnx.TensorProto.STRING, [1], [value.encode("utf-8")])
+               for key, value in (("pattern", pattern), ("nothing", ""))]
+    kept = helper.make_node("Identity", [text], [f"{output}_kept"])
+    return [
+        *[helper.make_node("Constant", [], [tensor.name], value=tensor) for tensor in strings],
+        helper.make_node("StringRegexReplace", [text, f"{name}_pattern", f"{name}_nothing"], [f"{name}_removed"],
+                         domain=DOMAIN, global_replace=1),
+        helper.make_node("StringEqual", [text, f"{name}_removed"], [f"{name}_unmatched"], domain=DOMAIN),
+        helper.make_node("Cast", [f"{name}_unmatched"], [f"{name}_unmatched_int"], to=TensorProto.INT32),
+        # (An empty batch: ReduceMin's identity, the largest int: nothing matched.)
+        helper.make_node("ReduceMin", [f"{name}_unmatched_int"], [f"{name}_none_int"], keepdims=0),
+        helper.make_node("Cast", [f"{name}_none_int"], [f"{name}_none"], to=TensorProto.BOOL),
+        helper.make_node("If", [f"{name}_none"], [output], then_branch=graph([kept], f"{output}_kept", f"{name}_keep"),
+                         else_branch=graph(nodes, nodes_output, f"{name}_rewrite")),
+    ]
 
 
 def tokenizer_graph(tokenizer, sequence_length):

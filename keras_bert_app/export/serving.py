@@ -132,7 +132,8 @@ def export_for_serving(
       mask (see `MaskedLMServingHead`).
 
     Args:
-        model: one of the models above, or a run or preset folder (str or path).
+        model: one of the models above, or a run or preset folder (str or path, or
+            the `convert.resolve.ResolvedPreset` of one: not read again).
         export_base: str or path. The model's base folder in TF Serving's layout.
         preprocessor: `BertPreprocessor` whose tokenizer matches the model's
             vocabulary; its `sequence_length` is the served length. Needed
@@ -260,6 +261,7 @@ def export_for_serving(
 
 def _from_folder(folder, preprocessor, head, sequence_length, label_names):
     """`(model, preprocessor, task or None, label names)` of a run or preset folder."""
+    from keras_bert_app.convert import resolve
     from keras_bert_app.convert.local_preset import preset_folder
     from keras_bert_app.export.preset_loading import load_for_serving
     from keras_bert_app.models.sequence_length import sequence_length_for
@@ -268,7 +270,8 @@ def _from_folder(folder, preprocessor, head, sequence_length, label_names):
     from keras_bert_app.tasks.registry import task_from_entry
 
     check_preset("model", folder)
-    folder = preset_folder(folder)  # a run folder's preset/; a foreign checkpoint converted
+    # A run folder's preset/; a foreign checkpoint converted. Resolved once: the loaders below take it as it is.
+    folder = resolve.resolve_preset(preset_folder(folder))
     model, entry = load_for_serving(folder, head)
     task = task_from_entry(entry) if entry.get("class_name") else None
     if preprocessor is None:

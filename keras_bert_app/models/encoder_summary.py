@@ -57,7 +57,8 @@ def summarize_encoder(preset="bert_tiny_uncased", sequence_length=None, batch_si
     if sequence_length is not None:
         errors.check_int("sequence_length", sequence_length, minimum=1)
     errors.check_int("batch_size", batch_size, minimum=1)
-    weights_loaded = resolve.resolve_preset(preset).has_weights
+    preset = resolve.resolve_preset(preset)  # read once: the encoder takes it as it is
+    weights_loaded = preset.has_weights
     encoder = BertEncoder.from_preset(preset, load_weights=weights_loaded)
     if sequence_length is None:
         sequence_length = min(DEFAULT_SEQUENCE_LENGTH, encoder.max_sequence_length)

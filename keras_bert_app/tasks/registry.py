@@ -68,14 +68,17 @@ def task_from_entry(entry, **overrides):
 def task_from_preset(preset, **overrides):
     """The fine-tuned `Task` of a preset folder (from its config's "task" entry).
 
+    `preset` is a folder or a `convert.resolve.ResolvedPreset` (not read again).
+
     Raises:
         keras_bert_app.errors.ArgumentError: (argument "preset") when the
             preset holds no fine-tuned task.
     """
-    from keras_bert_app import presets
+    from keras_bert_app.convert import resolve
 
-    errors.check_path("preset", preset)
-    entry = presets.read_config(preset).get("task")
+    if not isinstance(preset, resolve.ResolvedPreset):
+        errors.check_path("preset", preset)
+    entry = resolve.resolve_preset(preset).task
     if not entry or "data" not in entry:
         raise errors.ArgumentError(
             "preset",

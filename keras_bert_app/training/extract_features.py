@@ -20,6 +20,7 @@ import pathlib
 from typing import Callable, Optional, Sequence, Union
 
 from keras_bert_app import errors
+from keras_bert_app.convert import resolve
 from keras_bert_app.data.text_file import open_text
 from keras_bert_app.models.sequence_length import sequence_length_for
 from keras_bert_app.tasks.base import check_preset
@@ -65,7 +66,7 @@ def extract_features(
     """
     log = log or (lambda message: None)
     input_path = errors.check_file("input", input)
-    check_preset("preset", preset)
+    preset = resolve.resolve_preset(check_preset("preset", preset))  # read once, passed down as it is
     output = errors.check_path("output", output)
     errors.check_type("layers", layers, (list, tuple), "a sequence of int")
     layers = tuple(errors.check_int("layers", layer) for layer in layers)

@@ -28,6 +28,7 @@ import warnings
 from typing import Callable, Optional, Union
 
 from keras_bert_app import errors
+from keras_bert_app.convert import resolve
 from keras_bert_app.data.bucketing import describe as describe_padding
 from keras_bert_app.models.sequence_length import sequence_length_for
 from keras_bert_app.tasks.base import Task, check_preset
@@ -151,7 +152,7 @@ def finetune(
     log = log or (lambda message: None)
     task = resolve_task(task, task_options)
     task.check_training_options()
-    check_preset("preset", preset)
+    preset = resolve.resolve_preset(check_preset("preset", preset))  # read once, passed down as it is
     output = errors.check_path("output", output)
     defaults = task.DEFAULTS
     learning_rate, layerwise_lr_decay = _family_recipe(preset, learning_rate, layerwise_lr_decay, log)
@@ -307,16 +308,11 @@ def finetune(
 def _family_recipe(preset, learning_rate, layerwise_lr_decay, log):
     """An ELECTRA preset's reference rate and layer-wise decay where the caller gave none (`models.electra_recipe`).
 
-    Epochs (3; SQuAD 2) and the 10% warmup are every task's defaults already.
+    Epochs (3; SQuAD 2) and the 10% warmup are every task's defaults already. `preset` is resolved.
     """
-    from keras_bert_app.convert.resolve import read_config
     from keras_bert_app.models import electra_recipe
 
-    try:
-        config = read_config(preset)
-    except (errors.KerasBertAppError, ValueError, OSError):  # its own error comes where the model is built
-        return learning_rate, layerwise_lr_decay
-    if not electra_recipe.is_electra_config(config):
+    if not electra_recipe.is_electra_config(preset.config):
         return learning_rate, layerwise_lr_decay
     if learning_rate is None:
         learning_rate = electra_recipe.FINETUNING_LEARNING_RATE

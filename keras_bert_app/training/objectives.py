@@ -211,7 +211,7 @@ def _build_bert(settings, resolved, resuming, nsp):
     if resolved.source_format is None and not (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
         settings.say(f"  (no {HEAD_WEIGHTS_FILE} there: fresh pretraining heads)")
     try:
-        return BertPretrainer.from_preset(resolved.folder, next_sentence_prediction=nsp, **overrides)
+        return BertPretrainer.from_preset(resolved, next_sentence_prediction=nsp, **overrides)
     except ValueError as error:  # masked-LM-only heads asked for a sentence head
         raise errors.ArgumentError("preset", f"preset {settings.preset!r}: {error}") from None
 
@@ -276,10 +276,9 @@ def _build_electra(settings, resolved, resuming):
         settings.say(f"Starting from the weights of preset {settings.preset!r}.")
         if resolved.source_format is not None or not (resolved.folder / HEAD_WEIGHTS_FILE).is_file():
             settings.say(f"  (no {HEAD_WEIGHTS_FILE} there: a fresh generator and heads)")
-    source = resolved.folder if resolved.has_weights else settings.preset
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*fresh weights.*")  # said above
-        pretrainer = ElectraPretrainer.from_preset(source, load_weights=load_weights, **arguments)
+        pretrainer = ElectraPretrainer.from_preset(resolved, load_weights=load_weights, **arguments)
     generator = pretrainer.generator
     settings.say(
         f"ELECTRA: generator {generator.num_layers} layers x {generator.hidden_dim} wide, {generator.num_heads} "
@@ -333,7 +332,7 @@ def _build_ltr(settings, resolved, resuming):
         settings.say(f"  (no {HEAD_WEIGHTS_FILE} there: a fresh language-model head)")
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*fresh weights.*")  # said above
-        return LeftToRightPretrainer.from_preset(resolved.folder, **overrides)
+        return LeftToRightPretrainer.from_preset(resolved, **overrides)
 
 
 def _next_token_batches(dataset, settings, resolved):

@@ -23,6 +23,7 @@ import pathlib
 from typing import Callable, Optional, Union
 
 from keras_bert_app import errors
+from keras_bert_app.convert import resolve
 from keras_bert_app.tasks.base import check_preset
 from keras_bert_app.tasks.registry import get_task, task_from_preset
 
@@ -133,7 +134,8 @@ def _task_input_and_model(preset, input_path, task, task_options, bucketing, log
     compiles it (the logits of its dev predictions, near-ties included)."""
     from keras_bert_app.convert.local_preset import preset_folder
 
-    preset = preset_folder(preset, log, task=True)  # a run folder's preset/; an HF task checkpoint converted
+    # A run folder's preset/; an HF task checkpoint converted; read once, passed down as it is.
+    preset = resolve.resolve_preset(preset_folder(preset, log, task=True))
     fine_tuned = _fine_tuned_task(preset, task, task_options)
     fine_tuned.prepare(preset)
     fine_tuned.bucketing = bucketing

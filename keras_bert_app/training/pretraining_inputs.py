@@ -334,4 +334,4 @@ def _tokenizer(resolved):
     """The preset's own tokenizer: WordPiece, or ALBERT's SentencePiece (`tokenizer_from_preset`)."""
     from keras_bert_app.preprocessing.preset_tokenizer import tokenizer_from_preset
 
-    return tokenizer_from_preset(resolved.folder)
+    return tokenizer_from_preset(resolved)

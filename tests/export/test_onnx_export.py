@@ -97,6 +97,11 @@ def test_onnx_export_serves_ids_and_raw_strings_in_a_clean_process(tmp_path, cap
     folder = tmp_path / "onnx" / "1"
     metadata = json.loads((folder / "keras_bert_app.json").read_text())
     assert metadata["outputs"] == ["probabilities", "label_id", "label"] and metadata["opset"] == 17
+    # Layer norms and GELUs in the forms ONNX Runtime fuses (export/onnx_fusion.py): the embeddings' and two a block.
+    import onnx
+
+    ops = [node.op_type for node in onnx.load(str(folder / "model.onnx")).graph.node]
+    assert ops.count("LayerNormalization") == 5 and "GlobalAveragePool" not in ops and "Erfc" not in ops
 
     features = ids(preprocessor, TEXTS)
     expected = keras.ops.convert_to_numpy(keras.ops.softmax(model.predict(features, verbose=0)))
