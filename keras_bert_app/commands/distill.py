@@ -45,6 +45,10 @@ def add_arguments(parser):
                         help="tokens per example; longer ones are truncated (default: the teacher's)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the student's initialisation, dropout and shuffling (default: %(default)s)")
+    parser.add_argument("--teacher-cache", metavar="DIR",
+                        help="folder keeping the teacher's logits: a later call with the same teacher, sequence "
+                        "length and texts reads them instead of running the teacher (default: none, the teacher "
+                        "labels on every call)")
     add_jit_compile_argument(parser)
     parser.add_argument("--no-bucketing", action="store_true",
                         help="pad every batch to --sequence-length (default: pad each batch to its longest example "
@@ -58,7 +62,7 @@ def run(args):
         args.teacher, args.output, log=print, jit_compile=jit_compile_value(args), bucketing=not args.no_bucketing,
         **keywords(args, "train", "dev", "student", "student_layers", "student_size", "unlabeled", "text_column",
                    "text_pair_column", "label_column", "temperature", "hard_label_weight", "epochs", "batch_size",
-                   "learning_rate", "sequence_length", "seed"),
+                   "learning_rate", "sequence_length", "seed", "teacher_cache"),
     )
     return 0
 

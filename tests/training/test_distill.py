@@ -175,3 +175,24 @@ def test_the_guides_commands_and_python_run_as_written(teacher_run, tmp_path, mo
     exec(compile(python, str(GUIDE), "exec"), {})
     assert (tmp_path / "runs" / "topics-small-py" / "preset" / "config.json").is_file()
     assert len(capsys.readouterr().out.strip().splitlines()[-1].split()) == 2
+
+
+def test_a_teacher_cache_gives_the_same_logits_without_running_the_teacher_again(teacher_run, tmp_path, capsys):
+    data = teacher_run
+    cache = tmp_path / "cache"
+    common = ["--teacher", data / "teacher", "--student-size", "1x64", "--train", data / "train.csv", "--dev",
+              data / "dev.csv", "--unlabeled", data / "unlabeled.txt", "--teacher-cache", cache, *TRAINING]
+    assert _main("distill", *common, "--output", tmp_path / "first") == 0
+    assert "labelled 35 examples in" in capsys.readouterr().out
+    stored = list(cache.glob("teacher-*.npz"))
+    assert len(stored) == 1
+    assert _main("distill", *common, "--output", tmp_path / "second") == 0
+    assert "labelled 35 examples (cached)" in capsys.readouterr().out
+    first, second = (json.loads((tmp_path / name / "metrics.json").read_text()) for name in ("first", "second"))
+    assert second["distillation"]["teacher_cached"] and not first["distillation"]["teacher_cached"]
+    assert first["teacher"]["dev"] == second["teacher"]["dev"] and first["dev"] == second["dev"]
+    # Other texts are another key: the teacher runs again, and the cache keeps both.
+    without_transfer = [arg for arg in common if arg not in ("--unlabeled", data / "unlabeled.txt")]
+    assert _main("distill", *without_transfer, "--output", tmp_path / "third") == 0
+    assert "labelled 32 examples in" in capsys.readouterr().out
+    assert len(list(cache.glob("teacher-*.npz"))) == 2
