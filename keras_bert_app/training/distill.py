@@ -68,6 +68,7 @@ def distill(
     text_pair_column: Optional[str] = None,
     temperature: float = 2.0,
     hard_label_weight: float = 0.5,
+    hidden_state_weight: float = 0.0,
     epochs: int = 3,
     batch_size: int = 32,
     learning_rate: float = 5e-5,
@@ -105,6 +106,10 @@ def distill(
         temperature: float > 0. T of the soft cross-entropy (2.0).
         hard_label_weight: float in [0, 1]. Weight w of the hard-label loss;
             the soft loss gets 1 - w (0.5).
+        hidden_state_weight: float >= 0. Weight of TinyBERT's hidden-state
+            matching (`distill_hidden_states`: each student layer learns a
+            teacher layer, through a learned projection when the widths
+            differ; the teacher then runs on every step). 0: off (0.0).
         epochs: int. Passes over the labelled and transfer sets together (3).
         batch_size: int. (32.)
         learning_rate: float. Peak AdamW rate, 10% warmup, linear decay (5e-5).
@@ -145,6 +150,7 @@ def distill(
         unlabeled = errors.check_file("unlabeled", unlabeled)
     temperature = errors.check_number("temperature", temperature, minimum=0, minimum_inclusive=False)
     hard_label_weight = errors.check_number("hard_label_weight", hard_label_weight, minimum=0, maximum=1)
+    hidden_state_weight = errors.check_number("hidden_state_weight", hidden_state_weight, minimum=0)
     epochs = errors.check_int("epochs", epochs, minimum=1)
     batch_size = errors.check_int("batch_size", batch_size, minimum=1)
     learning_rate = errors.check_number("learning_rate", learning_rate, minimum=0, minimum_inclusive=False)
@@ -223,7 +229,8 @@ def distill(
         f"Teacher ({teacher_parameters:,} parameters) labelled {len(examples)} examples "
         f"{'(cached)' if cached else f'in {teacher_seconds:.1f} s'}; dev: " + ", ".join(f"{k} {v:.4f}" for k, v in teacher_scores.items())
     )
-    del teacher_model
+    if not hidden_state_weight:
+        del teacher_model  # its logits are all the student needs
 
     # === The student learns them ===
     labels = np.zeros(len(examples), "float32")
@@ -238,17 +245,25 @@ def distill(
         loss=loss, metrics=[], learning_rate=learning_rate, total_steps=steps_per_epoch * epochs,
         jit_compile=jit_compile,
     )
+    fit_model = student_model
+    if hidden_state_weight:
+        from keras_bert_app.training.distill_hidden_states import training_model
+
+        fit_model = training_model(teacher_model, student_model, hidden_state_weight)
+        optimizer = student_model.default_optimizer(learning_rate, steps_per_epoch * epochs)  # its own slots
+        fit_model.compile(optimizer=optimizer, loss=loss, jit_compile=jit_compile)
     task.exact_lengths = bucketing and pads_to_exact_length(student_model)
     dataset = _training_batches(task, split, targets, batch_size, seed)
     log(
         f"Distilling into {student_note} ({student_model.count_params():,} parameters) for {epochs} epochs x "
         f"{steps_per_epoch} steps, batch {batch_size}, learning rate {learning_rate:g}, temperature "
-        f"{temperature:g}, hard-label weight {hard_label_weight:g}."
+        f"{temperature:g}, hard-label weight {hard_label_weight:g}"
+        + (f", hidden-state weight {hidden_state_weight:g}." if hidden_state_weight else ".")
     )
     step_times = StepTimes(batch_size, len(examples))
     callbacks = [step_times, *training_callbacks(output / "logs", log)]
     started = time.perf_counter()
-    student_model.fit(dataset, epochs=epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
+    fit_model.fit(dataset, epochs=epochs, callbacks=callbacks, verbose=verbose, shuffle=False)
     train_seconds = time.perf_counter() - started
 
     predictions = task.decode(dev_split, task.logits(student_model, dev_split, batch_size))
@@ -264,6 +279,7 @@ def distill(
             "parameters": int(student_model.count_params()),
             "temperature": temperature,
             "hard_label_weight": hard_label_weight,
+            "hidden_state_weight": hidden_state_weight,
             "unlabeled": None if unlabeled is None else str(unlabeled),
             "unlabeled_examples": 0 if transfer is None else len(transfer),
             "teacher_seconds": round(teacher_seconds, 1),

@@ -133,6 +133,8 @@ def test_bad_input_gives_one_line(teacher_run, tmp_path, capsys):
     for temperature in ("0", "-1"):
         assert _main(*base, *layers, "--train", data / "train.csv", "--temperature", temperature) == 2
         _one_line_error(capsys, "temperature")
+    assert _main(*base, *layers, "--train", data / "train.csv", "--hidden-state-weight", "-1") == 2
+    _one_line_error(capsys, "hidden_state_weight")
     assert not (tmp_path / "x").exists()  # every refusal came before anything was written
 
 
@@ -196,3 +198,19 @@ def test_a_teacher_cache_gives_the_same_logits_without_running_the_teacher_again
     assert _main("distill", *without_transfer, "--output", tmp_path / "third") == 0
     assert "labelled 32 examples in" in capsys.readouterr().out
     assert len(list(cache.glob("teacher-*.npz"))) == 2
+
+
+def test_hidden_state_matching_trains_a_narrower_student_that_predict_and_evaluate_take(teacher_run, tmp_path, capsys):
+    data = teacher_run
+    run = tmp_path / "matched"
+    assert _main("distill", "--teacher", data / "teacher", "--student-size", "1x64", "--hidden-state-weight", "2",
+                 "--train", data / "train.csv", "--dev", data / "dev.csv", "--unlabeled", data / "unlabeled.txt",
+                 "--output", run, *TRAINING) == 0
+    assert "hidden-state weight 2." in capsys.readouterr().out
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["distillation"]["hidden_state_weight"] == 2.0
+    config = json.loads((run / "preset" / "config.json").read_text())
+    assert config["encoder"]["hidden_dim"] == 64  # the teacher's 16 through the learned projection
+    assert _main("evaluate", "--preset", run, "--input", data / "dev.csv") == 0
+    scores = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert scores["accuracy"] == pytest.approx(metrics["dev"]["accuracy"])
