@@ -132,3 +132,26 @@ def test_turc_ordering_counts_a_difference_only_beyond_the_intervals():
     untrained = {**spread, "basic": [0.20, 0.21, 0.22]}  # not above the majority class
     verdict, pairs = report.ordering(_results(untrained, majority=0.3))
     assert verdict == "not shown" and pairs[-1][2].startswith("not ranked")
+
+
+def test_the_results_page_shows_its_json_and_help_states_its_runtime():
+    from tests.docs.docs_tools import build_docs, shows, tables
+
+    tools = build_docs()
+    data = json.loads((tools.docs_results.DATA / "distillation_study" / "results.json").read_text())
+    page = tools.results_page("distillation-study")
+    accuracy, size = tables(page)[:2]
+    assert len(accuracy) == len(settings.ARMS) + 3  # the arms, the teacher and two baselines
+    for cells, (name, arm) in zip(accuracy, settings.ARMS.items()):
+        mean, half, count = report.arm_accuracy(data, name)
+        shown_mean, shown_half = cells["Dev accuracy (95% CI)"].split(" (")[0].split(" ± ")
+        assert cells["Row"] == arm.title and shows(shown_mean, mean) and shows(shown_half, half)
+        assert cells["Seeds"] == str(count) == str(len(data["seeds"])) and count >= 3
+    speed = "Throughput, batch 32 (texts/s)"
+    assert all(shows(cells[speed], data["serving"]["student"]["texts_per_second"]) for cells in size[:6])
+    assert shows(size[6][speed], data["serving"]["teacher"]["texts_per_second"])
+    assert shows(accuracy[-1]["Dev accuracy (95% CI)"].split(" ± ")[0], data["baselines"]["bag_of_words"])
+    opening = page.split("\n\n")[1]
+    words = {"holds": "holds here", "contradicted": "is contradicted here", "not shown": "is not shown"}
+    assert words[report.ordering(data)[0]] in opening and "/tmp/" not in page
+    assert f"about {round(data['runtime_seconds'] / 60)} minutes" in settings.runtime_line()

@@ -525,7 +525,8 @@ def distillation_study(result, files, provenance, folder):
                                         "study to the end and collect it again")
     command = data.get("command") or (f"keras-bert-app study distill --pretrain-steps "
                                       f"{data['settings']['pretrain_steps']} --seeds {','.join(map(str, data['seeds']))}")
-    text = report.page(data)
+    table = report.table(data)  # too wide for the page's column: accuracy, then size and speed
+    text = report.page(data).replace(table, _split_table(table, (1, 2, 3), (4, 5, 6, 7)))
     title, rest = text.split("\n\n", 1)
     reading, rest = rest.split("\n\n", 1)
     return "\n\n".join([title, reading, _provenance(result, command, None, None, provenance), rest.rstrip()]) + "\n"

@@ -104,9 +104,14 @@ def reading(results: dict) -> str:
     words = {"holds": "holds here", "contradicted": "is contradicted here",
              "not shown": "is not shown at this scale"}[verdict]
     detail = ", ".join(f"{s.ARMS[better].turc} vs {s.ARMS[worse].turc}: {finding}" for better, worse, finding in pairs)
+    pre = results["pretraining"]
     return (f"Turc et al.'s ordering (pretrained distillation > pretraining + fine-tuning > distillation > basic "
             f"training) {words}: dev accuracy {figures} ({detail}). The teacher scores "
-            f"{results['teacher']['accuracy']:.3f}, a bag of words {results['baselines']['bag_of_words']:.3f}.")
+            f"{results['teacher']['accuracy']:.3f}, a bag of words {results['baselines']['bag_of_words']:.3f}. "
+            f"The student's pretraining is what this scale cuts most: {pre['steps']} masked-LM steps of "
+            f"{pre['batch_size']} sequences (final masked-LM accuracy {pre['final'].get('mlm_accuracy', float('nan')):.3f}), "
+            "a sliver of the pretraining of Turc et al.'s miniatures; read the pretrained rows as those of this "
+            "budget, not as a test of pretraining itself.")
 
 
 def transfer_effect(results: dict) -> str:
