@@ -105,9 +105,17 @@ def reading(results: dict) -> str:
              "not shown": "is not shown at this scale"}[verdict]
     detail = ", ".join(f"{s.ARMS[better].turc} vs {s.ARMS[worse].turc}: {finding}" for better, worse, finding in pairs)
     pre = results["pretraining"]
+    words_figure = results["baselines"]["bag_of_words"]
+    words_figure = (words_figure, proportion_interval(words_figure, results["baselines"]["dev_size"]))
+    against = {name: compare(arm_accuracy(results, name)[:2], words_figure) for name in s.ARMS}
+    above = [s.ARMS[name].title for name, finding in against.items() if finding == "above"]
+    below = [s.ARMS[name].title for name, finding in against.items() if finding == "below"]
+    baseline = (f"Above the bag of words by the same rule: {', '.join(above) if above else 'no student'}; below it: "
+                f"{', '.join(below) if below else 'none'}.")
     return (f"Turc et al.'s ordering (pretrained distillation > pretraining + fine-tuning > distillation > basic "
             f"training) {words}: dev accuracy {figures} ({detail}). The teacher scores "
             f"{results['teacher']['accuracy']:.3f}, a bag of words {results['baselines']['bag_of_words']:.3f}. "
+            f"{baseline} "
             f"The student's pretraining is what this scale cuts most: {pre['steps']} masked-LM steps of "
             f"{pre['batch_size']} sequences (final masked-LM accuracy {pre['final'].get('mlm_accuracy', float('nan')):.3f}), "
             "a sliver of the pretraining of Turc et al.'s miniatures; read the pretrained rows as those of this "
