@@ -3,6 +3,7 @@
     keras-bert-app study objectives                                    # hours on 2 busy CPU cores: see --help
     keras-bert-app study objectives --quickstart-run quickstart_run --output runs/objectives_study
     keras-bert-app study objectives --budget-steps 1000 --seeds 0,1,2,3,4 --objectives bert,electra
+    keras-bert-app study distill                                       # Turc et al.'s comparison: see --help
 
 Calls `kba.study_objectives` (keras_bert_app/demo/objectives_study.py says
 what each stage does): writes `results.json`, `report.md` and `report.png`

@@ -127,7 +127,7 @@ def study_distill(
             if key not in results["runs"]:
                 log(f"\n== {arm.title}, seed {seed}")
                 results["runs"][key] = runs.student_run(
-                    output, task, arm, seed, student_size, sequence_length, log)
+                    output, task, name, seed, student_size, sequence_length, log)
                 save()
             if (name, seed) == (s.SERVED_ARM, seeds[0]) and "serving" not in results:
                 results["serving"] = runs.serving_speed(

@@ -161,16 +161,16 @@ def student_epochs(arm: s.Arm, labelled: int, unlabeled: int) -> int:
     return max(1, round(steps / -(-labelled // s.BATCH_SIZE)))
 
 
-def student_run(output: pathlib.Path, task: pathlib.Path, arm: s.Arm, seed: int, size: str,
+def student_run(output: pathlib.Path, task: pathlib.Path, name: str, seed: int, size: str,
                 sequence_length: int, log: Log) -> dict:
-    """One arm at one seed through `distill`: its dev scores, parameters, updates and seconds."""
+    """Arm `name` (of `ARMS`) at one seed through `distill`: its dev scores, parameters, updates and seconds."""
     import keras
 
     from keras_bert_app.training.distill import distill
 
+    arm = s.ARMS[name]
     counts = describe(task)
     epochs = student_epochs(arm, counts["train"], counts["unlabeled"])
-    name = next(key for key, value in s.ARMS.items() if value == arm)
     run = output / "runs" / f"{name}_seed{seed}"
     student = {"student": output / "pretrain" / "preset"} if arm.pretrained else {"student_size": size}
     result = distill(

@@ -20,6 +20,12 @@ random initialisation. The run folder is `finetune`'s (`metrics.json`,
 `export_for_serving` take it unchanged; `metrics.json` adds the teacher's
 dev scores and the distillation settings.
 
+The student's and teacher's parts live beside this file:
+`distill_student` (the three kinds of student), `distill_teacher` (reading
+the data against the teacher's labels; its logits, optionally cached),
+`distill_hidden_states` (TinyBERT's hidden-state matching, with the teacher
+run on every step).
+
 Token classification and question answering are not distilled here: their
 teachers' per-position and span outputs need their own soft losses.
 """
