@@ -40,6 +40,7 @@ RENDERERS = {
     "chinese-masking": docs_results_pages.chinese_masking,
     "quickstart": docs_results_pages.quickstart,
     "distillation": docs_results_pages.distillation,
+    "distillation-study": docs_results_pages.distillation_study,
 }
 
 

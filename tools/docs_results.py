@@ -104,6 +104,12 @@ RESULTS = {
                           "arms.distilled_transfer.accuracy", "arms.labels_only.accuracy",
                           "transfer_minus_labels_only.mean", "serving.speedup")},
     ),
+    "distillation-study": Result(
+        "distillation-study", "Distillation study", "keras-bert-app study distill", "distillation_study",
+        {"results.json": ("settings.version", "seeds", "runs", "teacher.accuracy", "baselines.majority",
+                          "baselines.bag_of_words", "pretraining.steps", "serving.student", "runtime_seconds")},
+        extras=("report.md",),
+    ),
 }
 
 

@@ -512,3 +512,19 @@ def distillation(result, files, provenance, folder):
         "\n".join(f"- {line}" for line in reading),
     ]) + "\n"
 
+
+
+def distillation_study(result, files, provenance, folder):
+    from keras_bert_app.demo import distill_study_report as report
+
+    data = files["results.json"]
+    if not data.get("runs"):
+        raise results_data.ResultsError(f"docs/results/data/{result.folder}/results.json: no student run; run the "
+                                        "study to the end and collect it again")
+    command = data.get("command") or (f"keras-bert-app study distill --pretrain-steps "
+                                      f"{data['settings']['pretrain_steps']} --seeds {','.join(map(str, data['seeds']))}")
+    table = report.table(data)  # too wide for the page's column: accuracy, then size and speed
+    text = report.page(data).replace(table, _split_table(table, (1, 2, 3), (4, 5, 6, 7)))
+    title, rest = text.split("\n\n", 1)
+    reading, rest = rest.split("\n\n", 1)
+    return "\n\n".join([title, reading, _provenance(result, command, None, None, provenance), rest.rstrip()]) + "\n"

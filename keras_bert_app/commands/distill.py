@@ -36,6 +36,10 @@ def add_arguments(parser):
                         help="temperature T of the soft cross-entropy, scaled by T^2 (default: %(default)s)")
     parser.add_argument("--hard-label-weight", type=float, default=0.5,
                         help="weight w of the hard-label loss; the soft loss gets 1 - w (default: %(default)s)")
+    parser.add_argument("--hidden-state-weight", type=float, default=0.0,
+                        help="weight of TinyBERT's hidden-state matching: each student layer learns a teacher "
+                        "layer (uniform map), through a learned projection when the widths differ; the teacher "
+                        "then runs on every step (default: %(default)s, off)")
     parser.add_argument("--epochs", type=int, default=3, help="passes over the labelled and transfer sets "
                         "(default: %(default)s)")
     parser.add_argument("--batch-size", type=int, default=32, help="batch size (default: %(default)s)")
@@ -45,6 +49,10 @@ def add_arguments(parser):
                         help="tokens per example; longer ones are truncated (default: the teacher's)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the student's initialisation, dropout and shuffling (default: %(default)s)")
+    parser.add_argument("--teacher-cache", metavar="DIR",
+                        help="folder keeping the teacher's logits: a later call with the same teacher, sequence "
+                        "length and texts reads them instead of running the teacher (default: none, the teacher "
+                        "labels on every call)")
     add_jit_compile_argument(parser)
     parser.add_argument("--no-bucketing", action="store_true",
                         help="pad every batch to --sequence-length (default: pad each batch to its longest example "
@@ -57,8 +65,8 @@ def run(args):
     distill(
         args.teacher, args.output, log=print, jit_compile=jit_compile_value(args), bucketing=not args.no_bucketing,
         **keywords(args, "train", "dev", "student", "student_layers", "student_size", "unlabeled", "text_column",
-                   "text_pair_column", "label_column", "temperature", "hard_label_weight", "epochs", "batch_size",
-                   "learning_rate", "sequence_length", "seed"),
+                   "text_pair_column", "label_column", "temperature", "hard_label_weight", "hidden_state_weight",
+                   "epochs", "batch_size", "learning_rate", "sequence_length", "seed", "teacher_cache"),
     )
     return 0
 

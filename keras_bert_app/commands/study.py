@@ -3,6 +3,7 @@
     keras-bert-app study objectives                                    # hours on 2 busy CPU cores: see --help
     keras-bert-app study objectives --quickstart-run quickstart_run --output runs/objectives_study
     keras-bert-app study objectives --budget-steps 1000 --seeds 0,1,2,3,4 --objectives bert,electra
+    keras-bert-app study distill                                       # Turc et al.'s comparison: see --help
 
 Calls `kba.study_objectives` (keras_bert_app/demo/objectives_study.py says
 what each stage does): writes `results.json`, `report.md` and `report.png`
@@ -49,10 +50,34 @@ def add_arguments(parser):
                      "(default: %(default)s)")
     sub.add_argument("--objectives", default=",".join(d.ARMS),
                      help=f"comma-separated, of {', '.join(d.ARMS)} (default: all)")
+    _add_distill(studies)
+
+
+def _add_distill(studies):
+    from keras_bert_app.demo import distill_study_settings as d  # standard library only
+
+    sub = studies.add_parser(
+        "distill", help="Turc et al.'s comparison: a small student fine-tuned, distilled, pretrained, or pretrained "
+        "and distilled, on the quickstart's data",
+        description="The same small student (" + d.STUDENT_SIZE + ", layers x hidden) on BBC News topics from the "
+        "quickstart's 250 labelled articles: " + "; ".join(arm.title for arm in d.ARMS.values()) + "; beside a "
+        "MiniLM-L6 teacher, the majority class and a bag of words; each row's accuracy with its interval over the "
+        "seeds, parameters and serving speed. Writes results.json and report.md, and compares Turc et al.'s "
+        f"ordering with ours. Runtime: {d.runtime_line()}; a rerun continues an interrupted study.",
+    )
+    sub.add_argument("--output", default=d.DEFAULT_OUTPUT, help="folder of the study (default: %(default)s)")
+    sub.add_argument("--seeds", default=",".join(map(str, d.DEFAULT_SEEDS)),
+                     help="comma-separated student seeds, every arm at each (default: %(default)s)")
+    sub.add_argument("--pretrain-steps", type=int, default=d.PRETRAIN_STEPS,
+                     help=f"masked-LM pretraining steps of the student, batch {d.PRETRAIN_BATCH_SIZE} "
+                     "(default: %(default)s)")
 
 
 def run(args):
     from keras_bert_app import errors
+
+    if args.study == "distill":
+        return _run_distill(args)
     from keras_bert_app.demo.objectives_study import study_objectives
 
     if args.minutes is not None:
@@ -71,5 +96,18 @@ def run(args):
         args.output, quickstart_run=args.quickstart_run, budget_steps=args.budget_steps,
         objectives=comma_separated(args.objectives), log=print, **numbers,
     )
+    print(f"\nDone. Report: {result['report']}")
+    return 0
+
+
+def _run_distill(args):
+    from keras_bert_app import errors
+    from keras_bert_app.demo.distill_study import study_distill
+
+    try:
+        seeds = [int(item) for item in comma_separated(args.seeds)]
+    except ValueError:
+        raise errors.ArgumentError("seeds", f"--seeds must be comma-separated integers; got {args.seeds!r}.") from None
+    result = study_distill(args.output, seeds=seeds, pretrain_steps=args.pretrain_steps, log=print)
     print(f"\nDone. Report: {result['report']}")
     return 0

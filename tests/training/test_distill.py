@@ -133,6 +133,8 @@ def test_bad_input_gives_one_line(teacher_run, tmp_path, capsys):
     for temperature in ("0", "-1"):
         assert _main(*base, *layers, "--train", data / "train.csv", "--temperature", temperature) == 2
         _one_line_error(capsys, "temperature")
+    assert _main(*base, *layers, "--train", data / "train.csv", "--hidden-state-weight", "-1") == 2
+    _one_line_error(capsys, "hidden_state_weight")
     assert not (tmp_path / "x").exists()  # every refusal came before anything was written
 
 
@@ -175,3 +177,40 @@ def test_the_guides_commands_and_python_run_as_written(teacher_run, tmp_path, mo
     exec(compile(python, str(GUIDE), "exec"), {})
     assert (tmp_path / "runs" / "topics-small-py" / "preset" / "config.json").is_file()
     assert len(capsys.readouterr().out.strip().splitlines()[-1].split()) == 2
+
+
+def test_a_teacher_cache_gives_the_same_logits_without_running_the_teacher_again(teacher_run, tmp_path, capsys):
+    data = teacher_run
+    cache = tmp_path / "cache"
+    common = ["--teacher", data / "teacher", "--student-size", "1x64", "--train", data / "train.csv", "--dev",
+              data / "dev.csv", "--unlabeled", data / "unlabeled.txt", "--teacher-cache", cache, *TRAINING]
+    assert _main("distill", *common, "--output", tmp_path / "first") == 0
+    assert "labelled 35 examples in" in capsys.readouterr().out
+    stored = list(cache.glob("teacher-*.npz"))
+    assert len(stored) == 1
+    assert _main("distill", *common, "--output", tmp_path / "second") == 0
+    assert "labelled 35 examples (cached)" in capsys.readouterr().out
+    first, second = (json.loads((tmp_path / name / "metrics.json").read_text()) for name in ("first", "second"))
+    assert second["distillation"]["teacher_cached"] and not first["distillation"]["teacher_cached"]
+    assert first["teacher"]["dev"] == second["teacher"]["dev"] and first["dev"] == second["dev"]
+    # Other texts are another key: the teacher runs again, and the cache keeps both.
+    without_transfer = [arg for arg in common if arg not in ("--unlabeled", data / "unlabeled.txt")]
+    assert _main("distill", *without_transfer, "--output", tmp_path / "third") == 0
+    assert "labelled 32 examples in" in capsys.readouterr().out
+    assert len(list(cache.glob("teacher-*.npz"))) == 2
+
+
+def test_hidden_state_matching_trains_a_narrower_student_that_predict_and_evaluate_take(teacher_run, tmp_path, capsys):
+    data = teacher_run
+    run = tmp_path / "matched"
+    assert _main("distill", "--teacher", data / "teacher", "--student-size", "1x64", "--hidden-state-weight", "2",
+                 "--train", data / "train.csv", "--dev", data / "dev.csv", "--unlabeled", data / "unlabeled.txt",
+                 "--output", run, *TRAINING) == 0
+    assert "hidden-state weight 2." in capsys.readouterr().out
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["distillation"]["hidden_state_weight"] == 2.0
+    config = json.loads((run / "preset" / "config.json").read_text())
+    assert config["encoder"]["hidden_dim"] == 64  # the teacher's 16 through the learned projection
+    assert _main("evaluate", "--preset", run, "--input", data / "dev.csv") == 0
+    scores = json.loads(capsys.readouterr().out.split("\n", 1)[1])
+    assert scores["accuracy"] == pytest.approx(metrics["dev"]["accuracy"])

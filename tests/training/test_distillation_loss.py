@@ -80,7 +80,7 @@ def _classifier(num_layers, seed):
 
 
 def test_student_layers_are_the_teachers_chosen_layers():
-    from keras_bert_app.training.distill import copy_teacher_layers
+    from keras_bert_app.training.distill_student import copy_teacher_layers
 
     teacher, student = _classifier(4, seed=1), _classifier(2, seed=2)
     copy_teacher_layers(teacher, student, [3, 1])
