@@ -54,6 +54,7 @@ _PUBLIC = {
     "export_for_serving": "keras_bert_app.export.serving",
     "quickstart": "keras_bert_app.demo.quickstart",
     "study_objectives": "keras_bert_app.demo.objectives_study",
+    "study_distill": "keras_bert_app.demo.distill_study",
     # tasks: one class per downstream task, chosen by name
     "get_task": "keras_bert_app.tasks.registry",
     "TASKS": "keras_bert_app.tasks.registry",

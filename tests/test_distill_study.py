@@ -155,3 +155,9 @@ def test_the_results_page_shows_its_json_and_help_states_its_runtime():
     words = {"holds": "holds here", "contradicted": "is contradicted here", "not shown": "is not shown"}
     assert words[report.ordering(data)[0]] in opening and "/tmp/" not in page
     assert f"about {round(data['runtime_seconds'] / 60)} minutes" in settings.runtime_line()
+
+
+def test_the_public_name_is_the_stage_function():
+    import keras_bert_app as kba
+
+    assert kba.study_distill is study_distill and "study_distill" in dir(kba)

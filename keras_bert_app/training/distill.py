@@ -141,6 +141,7 @@ def distill(
         keras_bert_app.errors.DataError: labels the teacher does not have, an
             empty or binary transfer file, unreadable data (file and line).
     """
+    from keras_bert_app.convert import resolve
     from keras_bert_app.convert.local_preset import preset_folder
     from keras_bert_app.models.sequence_length import sequence_length_for
     from keras_bert_app.tasks.base import check_preset
@@ -169,9 +170,9 @@ def distill(
     errors.check_int("verbose", verbose, minimum=0, maximum=2)
     check_one_student(student, student_layers, student_size)
     if student is not None:
-        check_preset("student", student)
+        student = resolve.resolve_preset(check_preset("student", student))  # read once, passed down as it is
 
-    teacher = preset_folder(teacher, log, task=True)
+    teacher = resolve.resolve_preset(preset_folder(teacher, log, task=True))
     stored = task_from_preset(teacher)
     if not isinstance(stored, TextClassification):
         raise errors.ArgumentError(

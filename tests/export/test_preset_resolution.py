@@ -117,6 +117,8 @@ COMMANDS = {
     "pretrain": ("pretrain --preset {tiny} --corpus {data}/sentences.txt --output {out}/pretrain --steps 1 "
                  "--batch-size 2 --max-seq-length 16 --checkpoint-every 1 --jit-compile false --verbose 0", "tiny"),
     "summary": ("summary --preset {tiny} --sequence-length 8 --batch-size 1", "tiny"),
+    "distill": ("distill --teacher {run} --student-layers 0 --train {data}/text.csv --dev {data}/text.csv "
+                "--output {out}/distilled --epochs 1 --batch-size 4", "run"),
 }
 
 
