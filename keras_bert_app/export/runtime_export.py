@@ -39,7 +39,8 @@ METADATA_FILE = "keras_bert_app.json"
 # Why a format is refused (checked with Keras 3.15.1, TensorFlow 2.21.0, ai-edge-litert 2.3.0).
 UNSUPPORTED = {
     "litert": "Keras' LiteRT export of a BERT model needs a Select TensorFlow op (FlexStridedSlice, the "
-    "attention mask's new axes), which ai-edge-litert's interpreter cannot run (no Flex delegate); serve "
+    "attention mask's new axes), which ai-edge-litert's interpreter cannot run (no Flex delegate in its pip "
+    "package: google-ai-edge/LiteRT#6458); serve "
     "with --format onnx or tf_saved_model",
 }
 

@@ -175,6 +175,7 @@ def test_onnx_int8_export_quantizes_the_matrix_multiplications(tmp_path):
         (["--format", "tflite"], "invalid choice"),
         (["--format", "openvino", "--with-tokenizer"], "apply to --format onnx"),
         (["--format", "litert"], "FlexStridedSlice"),
+        (["--format", "litert"], "google-ai-edge/LiteRT#6458"),  # the upstream issue named
         (["--format", "onnx", "--quantize", "int4"], "invalid choice"),
     ],
 )
