@@ -32,7 +32,13 @@ OUTPUTS = {
     "classification": ("probabilities", "label_id"),
     "regression": ("score",),
     "features": ("pooled_output", "sequence_output"),
+    # The SavedModel's `serve_token_ids` outputs, less its strings (`tags`): ids in, positions and ids out.
+    "token_classification": ("tag_ids", "probabilities"),
+    "question_answering": ("start_logits", "end_logits", "answer_start_position", "answer_end_position", "score",
+                           "null_score"),
 }
+# What raw strings in (`--with-tokenizer`) serves: one text, or a pair, packed as the classifiers pack it.
+TOKENIZER_TASKS = ("classification", "regression", "features")
 METADATA_FILE = "keras_bert_app.json"
 
 
@@ -76,12 +82,15 @@ def check_runtime(format):
         )
 
 
-def serving_model(model, serving_task):
+def serving_model(model, serving_task, head=None):
     """A Keras model: the three int32 id inputs -> the task's served outputs (a dict).
 
     A classifier's `label_id` is `top_k`'s index, not `argmax`'s: on
     TensorFlow `keras.ops.argmax` adds a `Bitcast` (its -0.0 handling) that
-    neither tf2onnx nor OpenVINO converts.
+    neither tf2onnx nor OpenVINO converts. A token classifier's `tag_ids` are
+    -1 and its `probabilities` 0 at padding; question answering gives the
+    SavedModel's `serve_token_ids` outputs, its span search in `keras.ops`
+    (`head` gives `max_answer_length` and the `[SEP]` id).
     """
     import keras
 
@@ -98,12 +107,77 @@ def serving_model(model, serving_task):
         outputs = {"pooled_output": raw["pooled_output"], "sequence_output": raw["sequence_output"]}
     elif serving_task == "regression":
         outputs = {"score": raw[:, 0]}
+    elif serving_task == "token_classification":
+        outputs = _token_outputs(raw, inputs["padding_mask"])
+    elif serving_task == "question_answering":
+        outputs = _question_answering_outputs(raw, inputs, head.tokenizer.sep_token_id, head.max_answer_length)
     else:
         outputs = {
             "probabilities": keras.ops.softmax(raw, axis=-1),
             "label_id": keras.ops.cast(keras.ops.top_k(raw, k=1)[1][:, 0], "int32"),
         }
     return keras.Model(inputs, outputs, name=f"{serving_task}_serving")
+
+
+def _first_index(values):
+    """The index of each row's largest value along the last axis (the first on a tie), as `top_k` gives it."""
+    import keras
+
+    return keras.ops.cast(keras.ops.top_k(values, k=1)[1][..., 0], "int32")
+
+
+def _token_outputs(logits, padding_mask):
+    import keras
+    from keras import ops
+
+    real = ops.not_equal(padding_mask, 0)
+    logits = ops.cast(logits, "float32")
+    return {
+        "tag_ids": ops.where(real, _first_index(logits), -1),
+        "probabilities": ops.where(real[:, :, None], keras.ops.softmax(logits, axis=-1), 0.0),
+    }
+
+
+def _question_answering_outputs(raw, inputs, sep_id, max_answer_length):
+    """`graph_ops.best_spans` in `keras.ops`: the best (i, j), i <= j < i + max_answer_length, both context
+    pieces (segment 1, real, not `[SEP]`); positions and score 0 when there is none."""
+    return _span_search_layer(sep_id, max_answer_length)(
+        raw["start_logits"], raw["end_logits"], inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"])
+
+
+NO_SPAN = -1e30  # the score of an invalid (start, end): below any pair of float32 logits
+
+
+def _span_search_layer(sep_id, max_answer_length):
+    """A layer (the search needs the sequence length as a value, which a functional model's symbols lack)."""
+    import keras
+    from keras import ops
+
+    class SpanSearch(keras.layers.Layer):
+        def call(self, start_logits, end_logits, token_ids, segment_ids, padding_mask):
+            start_logits, end_logits = ops.cast(start_logits, "float32"), ops.cast(end_logits, "float32")
+            candidates = (ops.equal(segment_ids, 1) & ops.not_equal(padding_mask, 0)
+                          & ops.not_equal(token_ids, sep_id))
+            length = ops.shape(start_logits)[1]
+            position = ops.arange(length, dtype="int32")
+            span = position[None, :] - position[:, None]  # (seq, seq): j - i
+            valid = (((span >= 0) & (span < max_answer_length))[None] & candidates[:, :, None]
+                     & candidates[:, None, :])
+            # A finite floor, not -inf: tf2onnx may write a float `where` as products, and 0 * -inf is NaN.
+            scores = ops.where(valid, start_logits[:, :, None] + end_logits[:, None, :], NO_SPAN)
+            flat = ops.reshape(scores, (ops.shape(scores)[0], -1))
+            best = _first_index(flat)
+            found = ops.any(ops.reshape(valid, ops.shape(flat)), axis=1)
+            return {
+                "start_logits": start_logits,
+                "end_logits": end_logits,
+                "answer_start_position": ops.where(found, best // length, 0),
+                "answer_end_position": ops.where(found, best % length, 0),
+                "score": ops.where(found, ops.max(flat, axis=1), 0.0),
+                "null_score": start_logits[:, 0] + end_logits[:, 0],
+            }
+
+    return SpanSearch(name="span_search")
 
 
 def input_signature():
@@ -129,7 +203,12 @@ def write_runtime_export(model, head, target, format, quantize=None, with_tokeni
             "format", f"export --format {format}: run it with KERAS_BACKEND=tensorflow (the weights are "
             f"backend-neutral); this is {keras.config.backend()}.",
         )
-    wrapped = serving_model(model, head.task)
+    if with_tokenizer and head.task not in TOKENIZER_TASKS:
+        raise errors.ArgumentError(
+            "with_tokenizer", f"export --with-tokenizer serves {', '.join(TOKENIZER_TASKS)}; the {head.task} "
+            "task's ONNX model takes token ids (its SavedModel takes raw strings).",
+        )
+    wrapped = serving_model(model, head.task, head)
     metadata = {
         "format": format,
         "task": head.task,
