@@ -34,6 +34,7 @@ OUTPUTS = {
     "features": ("pooled_output", "sequence_output"),
     # The SavedModel's `serve_token_ids` outputs, less its strings (`tags`): ids in, positions and ids out.
     "token_classification": ("tag_ids", "probabilities"),
+    "masked_lm": ("mask_positions", "top_k_ids", "top_k_probabilities"),
     "question_answering": ("start_logits", "end_logits", "answer_start_position", "answer_end_position", "score",
                            "null_score"),
 }
@@ -102,6 +103,8 @@ def serving_model(model, serving_task, head=None):
     from keras_bert_app.export.serving_head import INPUT_NAMES
 
     inputs = {name: keras.Input(shape=(None,), dtype="int32", name=name) for name in INPUT_NAMES}
+    if serving_task == "masked_lm":
+        return keras.Model(inputs, _masked_lm_outputs(model, inputs, head), name="masked_lm_serving")
     raw = model(inputs, training=False)
     if serving_task == "features":
         outputs = {"pooled_output": raw["pooled_output"], "sequence_output": raw["sequence_output"]}
@@ -143,6 +146,35 @@ def _question_answering_outputs(raw, inputs, sep_id, max_answer_length):
     pieces (segment 1, real, not `[SEP]`); positions and score 0 when there is none."""
     return _span_search_layer(sep_id, max_answer_length)(
         raw["start_logits"], raw["end_logits"], inputs["token_ids"], inputs["segment_ids"], inputs["padding_mask"])
+
+
+def _masked_lm_outputs(model, inputs, head):
+    """The `[MASK]`s' positions (the first `max_predictions`, -1 past them) and the masked LM's `top_k` tokens at
+    each, as the SavedModel's `serve_token_ids` gives them (ids -1 and probabilities 0 past the masks)."""
+    from keras import ops
+
+    positions = _mask_positions_layer(head.tokenizer.mask_token_id, head.max_predictions)(inputs["token_ids"])
+    logits = model({**inputs, "mask_positions": ops.maximum(positions, 0)}, training=False)["mlm"]
+    probabilities, ids = ops.top_k(ops.softmax(ops.cast(logits, "float32"), axis=-1), k=head.top_k)
+    real = ops.greater_equal(positions, 0)[:, :, None]
+    return {"mask_positions": positions, "top_k_ids": ops.where(real, ops.cast(ids, "int32"), -1),
+            "top_k_probabilities": ops.where(real, probabilities, 0.0)}
+
+
+def _mask_positions_layer(mask_id, max_predictions):
+    """`graph_ops.token_positions` as a layer: the first `max_predictions` positions of `mask_id`, -1 past them."""
+    import keras
+    from keras import ops
+
+    class MaskPositions(keras.layers.Layer):
+        def call(self, token_ids):
+            length = ops.shape(token_ids)[1]
+            earlier_first = ops.where(ops.equal(token_ids, mask_id), length - ops.arange(length, dtype="int32"), 0)
+            earlier_first = ops.pad(earlier_first, [[0, 0], [0, max_predictions]])  # top_k needs k <= width
+            keys, positions = ops.top_k(earlier_first, k=max_predictions)
+            return ops.where(keys > 0, ops.cast(positions, "int32"), -1)
+
+    return MaskPositions(name="mask_positions")
 
 
 NO_SPAN = -1e30  # the score of an invalid (start, end): below any pair of float32 logits

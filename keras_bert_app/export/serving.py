@@ -162,9 +162,9 @@ def export_for_serving(
             costs a short request's compute; the outputs keep their [-1, S]
             shapes. False: every batch runs at S.
         format: str. "tf_saved_model" (default), "onnx", "openvino" or
-            "litert" (`export.runtime_export`: token ids in; classifier,
-            regression, features, question answering and token
-            classification outputs; the extra of that name).
+            "litert" (`export.runtime_export`: token ids in; the task's
+            `serve_token_ids` outputs, of its strings a classifier's `label`
+            only; the extra of that name).
         quantize: None or "int8" (ONNX only): int8 weights through ONNX
             Runtime's dynamic quantization.
         with_tokenizer: bool (ONNX only). Also write

@@ -119,3 +119,29 @@ def test_openvino_serves_the_same_spans_and_tags(tmp_path):
         assert set(served) == set(expected), name
         for key, value in expected.items():
             np.testing.assert_allclose(served[key], value, atol=1e-4, err_msg=f"{name} {key}")
+
+
+def test_masked_lm_serves_the_top_tokens_of_the_first_masks(tmp_path):
+    from keras_bert_app.models.bert_pretrainer import BertPretrainer
+
+    keras.utils.set_random_seed(8)
+    model = BertPretrainer(_encoder())
+    preprocessor = BertPreprocessor.from_preset("bert_tiny_uncased", sequence_length=SEQUENCE_LENGTH)
+    folder = export_for_serving(model, tmp_path / "mlm", preprocessor, format="onnx", top_k=3, max_predictions=3)
+    inputs = _rows()
+    mask = preprocessor.tokenizer.mask_token_id
+    for row, positions in enumerate([[2, 7], [1, 3, 5, 9], [], [4]]):  # row 1: more masks than max_predictions
+        inputs["token_ids"][row, positions] = mask
+    served = _run(_session(folder), inputs)
+    expected_positions = np.full((4, 3), -1)
+    for row, positions in enumerate([[2, 7], [1, 3, 5], [], [4]]):
+        expected_positions[row, :len(positions)] = positions
+    np.testing.assert_array_equal(served["mask_positions"], expected_positions)
+    logits = model.predict({**inputs, "mask_positions": np.maximum(expected_positions, 0).astype("int32")},
+                           verbose=0)["mlm"]
+    probabilities = keras.ops.convert_to_numpy(keras.ops.softmax(logits, axis=-1))
+    real = expected_positions >= 0
+    np.testing.assert_array_equal(served["top_k_ids"][real], np.argsort(-probabilities, axis=-1)[..., :3][real])
+    np.testing.assert_allclose(served["top_k_probabilities"][real], -np.sort(-probabilities, axis=-1)[..., :3][real],
+                               atol=1e-5)
+    assert (served["top_k_ids"][~real] == -1).all() and (served["top_k_probabilities"][~real] == 0).all()
