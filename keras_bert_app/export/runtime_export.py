@@ -32,7 +32,7 @@ OUTPUTS = {
     "classification": ("probabilities", "label_id"),
     "regression": ("score",),
     "features": ("pooled_output", "sequence_output"),
-    # The SavedModel's `serve_token_ids` outputs, less its strings (`tags`): ids in, positions and ids out.
+    # The SavedModel's `serve_token_ids` outputs, less its strings (`tags`, `top_k_tokens`): ids and positions.
     "token_classification": ("tag_ids", "probabilities"),
     "masked_lm": ("mask_positions", "top_k_ids", "top_k_probabilities"),
     "question_answering": ("start_logits", "end_logits", "answer_start_position", "answer_end_position", "score",
@@ -89,9 +89,10 @@ def serving_model(model, serving_task, head=None):
     A classifier's `label_id` is `top_k`'s index, not `argmax`'s: on
     TensorFlow `keras.ops.argmax` adds a `Bitcast` (its -0.0 handling) that
     neither tf2onnx nor OpenVINO converts. A token classifier's `tag_ids` are
-    -1 and its `probabilities` 0 at padding; question answering gives the
-    SavedModel's `serve_token_ids` outputs, its span search in `keras.ops`
-    (`head` gives `max_answer_length` and the `[SEP]` id).
+    -1 and its `probabilities` 0 at padding; question answering and the
+    masked LM give the SavedModel's `serve_token_ids` outputs, the span
+    search and the `[MASK]` search in `keras.ops` (`head` gives
+    `max_answer_length`, `top_k`, `max_predictions` and the special ids).
     """
     import keras
 
@@ -195,7 +196,7 @@ def _span_search_layer(sep_id, max_answer_length):
             span = position[None, :] - position[:, None]  # (seq, seq): j - i
             valid = (((span >= 0) & (span < max_answer_length))[None] & candidates[:, :, None]
                      & candidates[:, None, :])
-            # A finite floor, not -inf: tf2onnx may write a float `where` as products, and 0 * -inf is NaN.
+            # A finite floor, not -inf: with -inf, ONNX Runtime served a NaN score for a row without a span.
             scores = ops.where(valid, start_logits[:, :, None] + end_logits[:, None, :], NO_SPAN)
             flat = ops.reshape(scores, (ops.shape(scores)[0], -1))
             best = _first_index(flat)
