@@ -89,6 +89,7 @@ def test_an_interrupted_study_continues_where_it_stopped_and_reports_every_arm(t
     for arm in settings.ARMS.values():
         assert arm.title in page
     assert "Turc et al.'s ordering" in page and "Majority class" in page and "Bag of words" in page
+    assert "Surface features" in page
     assert results["serving"]["student"]["texts_per_second"] > 0 and results["teacher"]["parameters"] > 0
     # The teacher labelled the texts twice (with and without the transfer set), not once per run.
     assert len(list((output / "teacher_cache").glob("teacher-*.npz"))) == 2
@@ -141,7 +142,9 @@ def test_the_results_page_shows_its_json_and_help_states_its_runtime():
     data = json.loads((tools.docs_results.DATA / "distillation_study" / "results.json").read_text())
     page = tools.results_page("distillation-study")
     accuracy, size = tables(page)[:2]
-    assert len(accuracy) == len(settings.ARMS) + 3  # the arms, the teacher and two baselines
+    assert len(accuracy) == len(settings.ARMS) + 4  # the arms, the teacher and three baselines
+    surface = next(cells for cells in accuracy if cells["Row"].startswith("Surface features"))
+    assert shows(surface["Dev accuracy (95% CI)"].split(" ± ")[0], data["baselines"]["surface"])
     for cells, (name, arm) in zip(accuracy, settings.ARMS.items()):
         mean, half, count = report.arm_accuracy(data, name)
         shown_mean, shown_half = cells["Dev accuracy (95% CI)"].split(" (")[0].split(" ± ")
@@ -150,7 +153,7 @@ def test_the_results_page_shows_its_json_and_help_states_its_runtime():
     speed = "Throughput, batch 32 (texts/s)"
     assert all(shows(cells[speed], data["serving"]["student"]["texts_per_second"]) for cells in size[:6])
     assert shows(size[6][speed], data["serving"]["teacher"]["texts_per_second"])
-    assert shows(accuracy[-1]["Dev accuracy (95% CI)"].split(" ± ")[0], data["baselines"]["bag_of_words"])
+    assert shows(accuracy[-2]["Dev accuracy (95% CI)"].split(" ± ")[0], data["baselines"]["bag_of_words"])
     opening = page.split("\n\n")[1]
     words = {"holds": "holds here", "contradicted": "is contradicted here", "not shown": "is not shown"}
     assert words[report.ordering(data)[0]] in opening and "/tmp/" not in page

@@ -91,7 +91,10 @@ def table(results: dict) -> str:
     teacher_accuracy = results["teacher"]["accuracy"]
     lines.append(_row(["Teacher: MiniLM-L6 fine-tuned", "-", _cell(teacher_accuracy, proportion_interval(
         teacher_accuracy, dev_size)), "1", f"{results['teacher']['parameters']:,}", "-", *speed(teacher)]))
-    for key, title in (("majority", "Majority class"), ("bag_of_words", "Bag of words (logistic regression)")):
+    for key, title in (("majority", "Majority class"), ("bag_of_words", "Bag of words (logistic regression)"),
+                       ("surface", "Surface features (length, punctuation, casing, digits)")):
+        if key not in results["baselines"]:
+            continue
         value = results["baselines"][key]
         lines.append(_row([title, "-", _cell(value, proportion_interval(value, dev_size)), "-", "-", "-", "-", "-"]))
     return "\n".join(lines)
