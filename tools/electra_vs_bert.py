@@ -29,13 +29,8 @@ import sys
 from keras_bert_app import presets
 from keras_bert_app.benchmark.flops import model_flops
 from keras_bert_app.demo import objectives_study_runs as runs
-from keras_bert_app.demo.objectives_study import (
-    equal_flops_steps,
-    finetune_key,
-    flops_per_step,
-    run_key,
-    study_objectives,
-)
+from keras_bert_app.demo.objectives_study import finetune_key, run_key, study_objectives
+from keras_bert_app.demo.objectives_study_inputs import equal_flops_steps, flops_per_step
 from keras_bert_app.demo.objectives_study_report import mean_interval, proportion_interval, pretraining_seeds
 from keras_bert_app.models.electra_generator import generator_config
 from keras_bert_app.training.pretraining_inputs import records_shape
