@@ -27,15 +27,13 @@ page's text (`distill_study_report`).
 """
 
 import csv
-import json
 import os
-import pathlib
 import time
 from collections.abc import Callable, Sequence
 
 from keras_bert_app import errors
 from keras_bert_app.demo import distill_study_settings as s
-from keras_bert_app.demo.stages import write_atomically
+from keras_bert_app.demo import study_results
 
 PathLike = str | os.PathLike
 
@@ -93,14 +91,9 @@ def study_distill(
                 "sequence_length": sequence_length,
                 "teacher_preset": None if teacher_preset is None else str(teacher_preset.resolve()),
                 "quickstart_data": None if data is None else str(data.resolve())}
-    results = open_results(output, settings)
-    calls = results.setdefault("call_seconds", [])
-    calls.append(0.0)  # this call's time so far, kept at every save: an interrupted call counts too
-
-    def save():
-        calls[-1] = round(time.monotonic() - started, 1)
-        write_atomically(output / s.RESULTS_FILE, json.dumps(results, indent=2) + "\n")
-
+    results = study_results.open_results(output, s.RESULTS_FILE, settings, study="distillation study")
+    clock = study_results.CallClock(results, output / s.RESULTS_FILE, started)  # an interrupted call's time counts too
+    save = clock.save
     save()
     from keras_bert_app.demo import distill_study_runs as runs
 
@@ -136,11 +129,8 @@ def study_distill(
                 save()
     from keras_bert_app.demo.distill_study_report import write_report
 
-    calls[-1] = round(time.monotonic() - started, 1)
     results["seeds"] = list(seeds)
-    results["runtime_seconds"] = round(sum(calls), 1)  # written when the study ends
-    results["load_average"] = [round(value, 2) for value in os.getloadavg()]
-    save()
+    clock.finish()  # runtime_seconds: written when the study ends
     report = write_report(output / "report.md", results)
     log(f"\nReport: {report} ({results['runtime_seconds'] / 60:.1f} min)")
     return {"results": results, "report": report}
@@ -160,32 +150,3 @@ def _check_data(folder):
     if header[:2] != ["text", "label"]:
         raise errors.DataError(f"{folder / 'labeled.csv'}:1: columns text,label expected; got {','.join(header)}.")
     return folder
-
-
-def open_results(output: pathlib.Path, settings: dict) -> dict:
-    """`results.json` of an earlier call of the same study, or a new one; one line for any other folder."""
-    path = output / s.RESULTS_FILE
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise errors.ArgumentError("output", f"output {output}: cannot write there ({error.strerror or error}).") from None
-    if path.is_file():
-        try:
-            results = json.loads(path.read_text(encoding="utf-8"))
-            found = results["settings"]
-        except (ValueError, KeyError, TypeError):
-            raise errors.OutputExistsError(f"{path}: not a distillation study's results; pass a new output folder.") from None
-        if found.get("version") != s.STUDY_VERSION:
-            raise errors.OutputExistsError(
-                f"{output} holds a distillation study of another version ({found.get('version')}; this is "
-                f"{s.STUDY_VERSION}): its runs do not mean the same; pass a new output folder.")
-        if found != settings:
-            changed = sorted(name for name in settings if found.get(name) != settings[name])
-            raise errors.OutputExistsError(
-                f"{output} holds a study with other settings ({', '.join(changed)}): rerun with the same options to "
-                "continue it, or pass a new output folder.")
-        return results
-    if any(output.iterdir()):
-        raise errors.OutputExistsError(f"output {output} is not empty and holds no {s.RESULTS_FILE}: pass a new or "
-                                       "empty folder.")
-    return {"settings": settings}

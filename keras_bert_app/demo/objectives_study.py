@@ -41,6 +41,7 @@ from collections.abc import Callable, Sequence
 from keras_bert_app import errors
 from keras_bert_app.demo import objectives_study_inputs as inputs
 from keras_bert_app.demo import objectives_study_runs as runs
+from keras_bert_app.demo import study_results
 from keras_bert_app.demo import settings as defaults
 from keras_bert_app.demo.objectives_study_runs import Recipe
 from keras_bert_app.demo.objectives_study_settings import (
@@ -62,7 +63,6 @@ from keras_bert_app.demo.objectives_study_settings import (
     TASK_DEV_EXAMPLES,
     TASK_LABELS_PER_CLASS,
 )
-from keras_bert_app.demo.stages import write_atomically
 
 PathLike = str | os.PathLike
 
@@ -116,18 +116,13 @@ def study_objectives(
         output, quickstart_run, budget_steps, seeds, pretraining_seeds, learning_rates, objectives)
     settings = {"version": STUDY_VERSION, "quickstart_run": str(base.resolve()) if quickstart_run is not None else None,
                 "budget_steps": budget_steps, "learning_rates": list(rates)}
-    results = _open_results(output, settings)
+    results = study_results.open_results(output, RESULTS_FILE, settings)
     results.setdefault("pretraining", {})
     results.setdefault("finetune", {})
     results.setdefault("probe", {})
 
-    calls = results.setdefault("call_seconds", [])
-    calls.append(0.0)  # this call's time so far, kept at every save: an interrupted call still counts
-
-    def save():
-        calls[-1] = round(time.monotonic() - started, 1)
-        write_atomically(output / RESULTS_FILE, json.dumps(results, indent=2) + "\n")
-
+    clock = study_results.CallClock(results, output / RESULTS_FILE, started)  # an interrupted call's time counts too
+    save = clock.save
     save()
     if quickstart_run is None:
         inputs.build_quickstart_data(base, log)
@@ -152,10 +147,7 @@ def study_objectives(
     _evaluate_all(context, task, objectives, seeds, pretraining_seeds)
     from keras_bert_app.demo.objectives_study_report import write_plot, write_report
 
-    calls[-1] = round(time.monotonic() - started, 1)
-    results["runtime_seconds"] = round(sum(calls), 1)  # written when the study ends
-    results["load_average"] = [round(value, 2) for value in os.getloadavg()]
-    save()
+    clock.finish()  # runtime_seconds: written when the study ends
     report = write_report(output / "report.md", results, log)
     plot = write_plot(output / "report.png", results)
     log(f"Report: {report}, plot: {plot} ({results['runtime_seconds'] / 60:.1f} min)")
@@ -194,30 +186,6 @@ def _check_arguments(output, quickstart_run, budget_steps, seeds, pretraining_se
             "quickstart_run", f"quickstart_run {base}: not a finished quickstart folder, it lacks {', '.join(missing)} "
             "(run `keras-bert-app quickstart --output FOLDER` first, or leave --quickstart-run out).")
     return output, base, budget_steps, *checked, rates, objectives
-
-
-def _open_results(output, settings):
-    """`results.json` of an earlier run of the same study (or a new one); typed errors for other contents."""
-    path = output / RESULTS_FILE
-    try:
-        output.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise errors.ArgumentError("output", f"output {output}: cannot write there ({error.strerror or error}).") from None
-    if path.is_file():
-        results = json.loads(path.read_text())
-        found = results.get("settings", {})
-        if found.get("version") != STUDY_VERSION:
-            raise errors.OutputExistsError(
-                f"{output} holds a study of another version ({found.get('version', 1)}; this is {STUDY_VERSION}): "
-                "its runs do not mean the same; pass a new output folder.")
-        if found != settings:
-            raise errors.OutputExistsError(
-                f"{output} holds a study with other settings ({found} there, {settings} now): "
-                "rerun with the same options to continue it, or pass a new output folder.")
-        return results
-    if any(output.iterdir()):
-        raise errors.OutputExistsError(f"output {output} is not empty and holds no {RESULTS_FILE}: pass a new or empty folder.")
-    return {"settings": settings}
 
 
 def run_key(arm: str, seed: int, rate: float) -> str:
